@@ -1,0 +1,1 @@
+//! Model checks live in `tests/`; this crate has no code of its own.

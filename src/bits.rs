@@ -1,0 +1,519 @@
+//! The ID layout: `sign | time delta | worker id | sequence`, packed into 64 bits.
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{ConfigError, UidError};
+use crate::parts::UidParts;
+use crate::time::{format_utc, parse_epoch};
+use std::fmt;
+use std::str::FromStr;
+
+/// Bits available to the three fields: 64 less the sign bit, which stays 0 so every ID
+/// is positive as an `i64` too (Java's `long`, SQL's `BIGINT`).
+pub const TOTAL_BITS: u32 = 63;
+
+/// The length of one tick of the time field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeUnit {
+    /// One-second ticks, as UidGenerator.
+    Seconds,
+    /// One-millisecond ticks, as Twitter's snowflake.
+    Milliseconds,
+}
+
+impl TimeUnit {
+    /// Milliseconds in one tick.
+    pub const fn millis(self) -> u64 {
+        match self {
+            TimeUnit::Seconds => 1000,
+            TimeUnit::Milliseconds => 1,
+        }
+    }
+
+    /// "seconds" or "milliseconds".
+    pub const fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "seconds",
+            TimeUnit::Milliseconds => "milliseconds",
+        }
+    }
+
+    const fn symbol(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "s",
+            TimeUnit::Milliseconds => "ms",
+        }
+    }
+}
+
+/// Well-known layouts. [`Preset::Default`] is ours; the others reproduce other generators'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Preset {
+    /// uidgen's default: 30 time / 20 worker / 13 sequence bits, seconds, epoch 2026-01-01.
+    ///
+    /// Chosen as the only second-based split that meets all three goals: at least 2^20
+    /// worker IDs (a new one every launch, never reused), at least 2^13 IDs per second
+    /// per worker, and at least 30 years of life. 30 time bits hold 2^30 s = 34.0 years,
+    /// so the layout runs out in January 2060. A millisecond split with 2^20 workers
+    /// would leave 30 bits for time and sequence together: 12 days of life, or too few
+    /// IDs per tick.
+    Default,
+    /// UidGenerator's original code defaults: 28/22/13, seconds, epoch 2016-05-20.
+    /// It ran out on 2024-11-20, so building it today is refused.
+    UidGenerator,
+    /// The split UidGenerator's README recommends: 29/21/13, seconds, epoch 2016-09-20
+    /// (runs out in 2033).
+    UidGeneratorReadme,
+    /// Twitter snowflake: 41/10/12, milliseconds, epoch 1288834974657 ms (2010-11-04).
+    Snowflake,
+    /// Instagram's sharded IDs, kept within 63 bits: 40/13/10, milliseconds, epoch
+    /// 1314220021721 ms (2011-08-24, the epoch in Instagram's engineering post).
+    ///
+    /// Instagram's published split is 41/13/10, which uses all 64 bits; its IDs stay
+    /// positive in a signed `BIGINT` only while the top time bit is 0, i.e. for 2^40 ms
+    /// (34.8 years, until 2046). We keep the sign bit, so the time field is that 40 bits.
+    Instagram,
+}
+
+impl Preset {
+    /// Every preset, for listings.
+    pub const ALL: [Preset; 5] = [
+        Preset::Default,
+        Preset::UidGenerator,
+        Preset::UidGeneratorReadme,
+        Preset::Snowflake,
+        Preset::Instagram,
+    ];
+
+    /// The name the CLI and [`FromStr`] use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Preset::Default => "default",
+            Preset::UidGenerator => "uidgenerator",
+            Preset::UidGeneratorReadme => "uidgenerator-readme",
+            Preset::Snowflake => "snowflake",
+            Preset::Instagram => "instagram",
+        }
+    }
+
+    /// A builder holding this preset's settings, to adjust or build.
+    pub fn builder(self) -> LayoutBuilder {
+        let (time, worker, seq, unit, epoch) = match self {
+            Preset::Default => (30, 20, 13, TimeUnit::Seconds, Epoch::Date("2026-01-01")),
+            Preset::UidGenerator => (28, 22, 13, TimeUnit::Seconds, Epoch::Date("2016-05-20")),
+            Preset::UidGeneratorReadme => {
+                (29, 21, 13, TimeUnit::Seconds, Epoch::Date("2016-09-20"))
+            }
+            Preset::Snowflake => (
+                41,
+                10,
+                12,
+                TimeUnit::Milliseconds,
+                Epoch::Millis(1_288_834_974_657),
+            ),
+            Preset::Instagram => (
+                40,
+                13,
+                10,
+                TimeUnit::Milliseconds,
+                Epoch::Millis(1_314_220_021_721),
+            ),
+        };
+        let builder = LayoutBuilder {
+            time_bits: time,
+            worker_bits: worker,
+            seq_bits: seq,
+            unit,
+            epoch: String::new(),
+            epoch_millis: None,
+        };
+        match epoch {
+            Epoch::Date(date) => builder.epoch(date),
+            Epoch::Millis(ms) => builder.epoch_millis(ms),
+        }
+    }
+}
+
+enum Epoch {
+    Date(&'static str),
+    Millis(u64),
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| ConfigError::OutOfRange {
+                field: "preset",
+                value: s.to_owned(),
+                limit: format!("one of {}", Preset::ALL.map(Preset::name).join(", ")),
+            })
+    }
+}
+
+/// Settings for a [`BitsAllocator`]; start from [`BitsAllocator::builder`] (our default
+/// layout) or a [`Preset`].
+#[derive(Debug, Clone)]
+pub struct LayoutBuilder {
+    time_bits: u32,
+    worker_bits: u32,
+    seq_bits: u32,
+    unit: TimeUnit,
+    epoch: String,
+    epoch_millis: Option<u64>,
+}
+
+impl LayoutBuilder {
+    /// Sets the three field widths; they must add up to 63.
+    pub fn bits(mut self, time_bits: u32, worker_bits: u32, seq_bits: u32) -> Self {
+        self.time_bits = time_bits;
+        self.worker_bits = worker_bits;
+        self.seq_bits = seq_bits;
+        self
+    }
+
+    /// Sets the tick length.
+    pub fn unit(mut self, unit: TimeUnit) -> Self {
+        self.unit = unit;
+        self
+    }
+
+    /// Sets the epoch as a UTC date (`"2016-05-20"`) or an RFC 3339 instant.
+    pub fn epoch(mut self, date: &str) -> Self {
+        self.epoch = date.to_owned();
+        self.epoch_millis = None;
+        self
+    }
+
+    /// Sets the epoch in milliseconds since the Unix epoch.
+    pub fn epoch_millis(mut self, unix_millis: u64) -> Self {
+        self.epoch = String::new();
+        self.epoch_millis = Some(unix_millis);
+        self
+    }
+
+    /// Checks the layout and that it is alive now by the system clock.
+    pub fn build(self) -> Result<BitsAllocator, ConfigError> {
+        self.build_with_clock(&SystemClock)
+    }
+
+    /// Checks the layout and that it is alive at `clock`'s current time: the epoch is not
+    /// in the future and the time bits are not used up.
+    pub fn build_with_clock(self, clock: &dyn Clock) -> Result<BitsAllocator, ConfigError> {
+        let allocator = self.build_unchecked_time()?;
+        allocator.check_alive_at(clock.now_millis())?;
+        Ok(allocator)
+    }
+
+    /// Checks only what does not depend on the time of day (for reading old IDs with a
+    /// layout that has since run out).
+    pub fn build_unchecked_time(self) -> Result<BitsAllocator, ConfigError> {
+        let epoch_millis = match self.epoch_millis {
+            Some(ms) => ms,
+            None => parse_epoch(&self.epoch)?,
+        };
+        BitsAllocator::new(
+            self.time_bits,
+            self.worker_bits,
+            self.seq_bits,
+            self.unit,
+            epoch_millis,
+        )
+    }
+}
+
+/// The layout of an ID: packs `(delta, worker_id, sequence)` into a `u64` and back.
+///
+/// ```
+/// use uidgen::{BitsAllocator, Preset};
+///
+/// let bits = Preset::UidGeneratorReadme.builder().build()?;
+/// assert_eq!((bits.max_worker_id(), bits.max_sequence()), ((1 << 21) - 1, 8191));
+/// let uid = bits.allocate(10_498_546, 4, 9)?;
+/// assert_eq!(uid, 180_363_646_902_239_241);
+/// let parts = bits.parse(uid)?;
+/// assert_eq!(parts.to_string(),
+///     r#"{"UID":"180363646902239241","timestamp":"2017-01-19 12:15:46","workerId":"4","sequence":"9"}"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BitsAllocator {
+    time_bits: u32,
+    worker_bits: u32,
+    seq_bits: u32,
+    unit: TimeUnit,
+    epoch_millis: u64,
+    max_delta: u64,
+    max_worker_id: u64,
+    max_sequence: u64,
+}
+
+impl Default for BitsAllocator {
+    /// [`Preset::Default`], without checking the clock (its epoch is fixed and its end
+    /// is decades away).
+    fn default() -> Self {
+        Preset::Default
+            .builder()
+            .build_unchecked_time()
+            .expect("the default preset is a valid layout")
+    }
+}
+
+impl BitsAllocator {
+    /// A builder starting from [`Preset::Default`].
+    pub fn builder() -> LayoutBuilder {
+        Preset::Default.builder()
+    }
+
+    /// Builds a preset, checked against the system clock.
+    pub fn preset(preset: Preset) -> Result<Self, ConfigError> {
+        preset.builder().build()
+    }
+
+    fn new(
+        time_bits: u32,
+        worker_bits: u32,
+        seq_bits: u32,
+        unit: TimeUnit,
+        epoch_millis: u64,
+    ) -> Result<Self, ConfigError> {
+        for (field, bits) in [
+            ("time_bits", time_bits),
+            ("worker_bits", worker_bits),
+            ("seq_bits", seq_bits),
+        ] {
+            if bits == 0 {
+                return Err(ConfigError::ZeroBits { field });
+            }
+        }
+        let sum = time_bits
+            .saturating_add(worker_bits)
+            .saturating_add(seq_bits);
+        if sum != TOTAL_BITS {
+            return Err(ConfigError::BitsSum {
+                time_bits,
+                worker_bits,
+                seq_bits,
+                sum,
+            });
+        }
+        let mask = |bits: u32| (1u64 << bits) - 1;
+        Ok(Self {
+            time_bits,
+            worker_bits,
+            seq_bits,
+            unit,
+            epoch_millis,
+            max_delta: mask(time_bits),
+            max_worker_id: mask(worker_bits),
+            max_sequence: mask(seq_bits),
+        })
+    }
+
+    /// Refuses an epoch after `now_millis`, or a layout whose last tick is before it.
+    pub fn check_alive_at(&self, now_millis: u64) -> Result<(), ConfigError> {
+        if self.epoch_millis > now_millis {
+            return Err(ConfigError::EpochInFuture {
+                epoch: format_utc(self.epoch_millis, false),
+                now: format_utc(now_millis, false),
+            });
+        }
+        if now_millis > self.last_instant_millis() {
+            return Err(ConfigError::LayoutExhausted {
+                layout: self.to_string(),
+                ran_out: format_utc(self.end_millis(), false),
+                time_bits: self.time_bits,
+                max_delta: self.max_delta,
+                unit: self.unit.name(),
+                epoch: format_utc(self.epoch_millis, false),
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a worker ID the worker bits cannot hold.
+    pub fn check_worker_id(&self, worker_id: u64) -> Result<(), ConfigError> {
+        if worker_id > self.max_worker_id {
+            return Err(ConfigError::WorkerIdTooLarge {
+                worker_id,
+                max_worker_id: self.max_worker_id,
+                worker_bits: self.worker_bits,
+            });
+        }
+        Ok(())
+    }
+
+    /// Packs the three fields; each must be within its maximum.
+    pub fn allocate(&self, delta: u64, worker_id: u64, sequence: u64) -> Result<u64, UidError> {
+        for (field, value, max) in [
+            ("delta", delta, self.max_delta),
+            ("worker_id", worker_id, self.max_worker_id),
+            ("sequence", sequence, self.max_sequence),
+        ] {
+            if value > max {
+                return Err(UidError::InvalidUid {
+                    input: format!("{field}={value}"),
+                    reason: format!("{field} {value} exceeds its maximum {max}"),
+                });
+            }
+        }
+        Ok(self.pack(delta, worker_id, sequence))
+    }
+
+    /// Packs fields the caller has already bounded (the generators' hot paths).
+    #[inline]
+    pub(crate) fn pack(&self, delta: u64, worker_id: u64, sequence: u64) -> u64 {
+        debug_assert!(delta <= self.max_delta);
+        debug_assert!(worker_id <= self.max_worker_id);
+        debug_assert!(sequence <= self.max_sequence);
+        (delta << (self.worker_bits + self.seq_bits)) | (worker_id << self.seq_bits) | sequence
+    }
+
+    /// The delta (ticks since the epoch) of an ID this layout made.
+    #[inline]
+    pub(crate) fn delta_of(&self, uid: u64) -> u64 {
+        uid >> (self.worker_bits + self.seq_bits)
+    }
+
+    /// Unpacks an ID. An ID with the sign bit set was not made by any layout.
+    pub fn parse(&self, uid: u64) -> Result<UidParts, UidError> {
+        if uid >> TOTAL_BITS != 0 {
+            return Err(UidError::InvalidUid {
+                input: uid.to_string(),
+                reason: format!("the sign bit is set; IDs are at most {}", i64::MAX),
+            });
+        }
+        let delta = self.delta_of(uid);
+        Ok(UidParts {
+            uid,
+            delta,
+            timestamp_millis: self.tick_start_millis(delta),
+            worker_id: (uid >> self.seq_bits) & self.max_worker_id,
+            sequence: uid & self.max_sequence,
+            unit: self.unit,
+        })
+    }
+
+    /// Reads an ID from text (decimal), naming the input and the limit when it is not one.
+    pub fn parse_str(&self, input: &str) -> Result<UidParts, UidError> {
+        let invalid = |reason: String| UidError::InvalidUid {
+            input: input.to_owned(),
+            reason,
+        };
+        let text = input.trim();
+        if text.starts_with('-') {
+            return Err(invalid(format!(
+                "IDs are never negative; expected 0..={}",
+                i64::MAX
+            )));
+        }
+        let uid: u64 = text
+            .parse()
+            .map_err(|e| invalid(format!("not a decimal integer in 0..={} ({e})", i64::MAX)))?;
+        self.parse(uid)
+    }
+
+    /// The tick containing `now_millis`, or why there is none.
+    #[inline]
+    pub fn tick_at(&self, now_millis: u64) -> Result<u64, UidError> {
+        let since = now_millis.checked_sub(self.epoch_millis).ok_or_else(|| {
+            UidError::ClockBeforeEpoch {
+                now: format_utc(now_millis, true),
+                epoch: format_utc(self.epoch_millis, true),
+            }
+        })?;
+        Ok(since / self.unit.millis())
+    }
+
+    /// The error for a delta past [`max_delta`](Self::max_delta).
+    pub(crate) fn time_exhausted(&self) -> UidError {
+        UidError::TimeExhausted {
+            last_instant: self.format_instant(self.last_instant_millis()),
+        }
+    }
+
+    /// Unix milliseconds at which tick `delta` begins (saturating, for any delta).
+    pub fn tick_start_millis(&self, delta: u64) -> u64 {
+        self.epoch_millis
+            .saturating_add(delta.saturating_mul(self.unit.millis()))
+    }
+
+    /// The first instant the layout cannot represent (Unix milliseconds).
+    pub fn end_millis(&self) -> u64 {
+        self.tick_start_millis(self.max_delta.saturating_add(1))
+    }
+
+    /// The last instant the layout can represent (Unix milliseconds): the last
+    /// millisecond of its last tick.
+    pub fn last_instant_millis(&self) -> u64 {
+        self.end_millis().saturating_sub(1)
+    }
+
+    /// How long the layout lives from its epoch.
+    pub fn lifetime(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.end_millis() - self.epoch_millis)
+    }
+
+    /// Formats an instant the way this layout's timestamps print (with milliseconds
+    /// for millisecond layouts).
+    pub fn format_instant(&self, unix_millis: u64) -> String {
+        format_utc(unix_millis, self.unit == TimeUnit::Milliseconds)
+    }
+
+    /// Bits of the time delta.
+    pub fn time_bits(&self) -> u32 {
+        self.time_bits
+    }
+    /// Bits of the worker ID.
+    pub fn worker_bits(&self) -> u32 {
+        self.worker_bits
+    }
+    /// Bits of the sequence.
+    pub fn seq_bits(&self) -> u32 {
+        self.seq_bits
+    }
+    /// The tick length.
+    pub fn unit(&self) -> TimeUnit {
+        self.unit
+    }
+    /// The epoch, in Unix milliseconds.
+    pub fn epoch_millis(&self) -> u64 {
+        self.epoch_millis
+    }
+    /// The largest delta (ticks since the epoch).
+    pub fn max_delta(&self) -> u64 {
+        self.max_delta
+    }
+    /// The largest worker ID.
+    pub fn max_worker_id(&self) -> u64 {
+        self.max_worker_id
+    }
+    /// The largest sequence number; a worker makes `max_sequence + 1` IDs per tick.
+    pub fn max_sequence(&self) -> u64 {
+        self.max_sequence
+    }
+}
+
+impl fmt::Display for BitsAllocator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}/{} {} epoch {}",
+            self.time_bits,
+            self.worker_bits,
+            self.seq_bits,
+            self.unit.symbol(),
+            format_utc(self.epoch_millis, self.epoch_millis % 1000 != 0)
+        )
+    }
+}

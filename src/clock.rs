@@ -1,0 +1,95 @@
+//! Where generators read the time. [`SystemClock`] in production, [`ManualClock`] in
+//! tests that need to move time forwards and backwards.
+
+use crate::sync::{Arc, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A source of wall-clock time in milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + 'static {
+    /// The current time, in milliseconds since 1970-01-01 UTC.
+    fn now_millis(&self) -> u64;
+}
+
+/// The operating system's wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_millis(&self) -> u64 {
+        // A clock set before 1970 reads as 1970: the layout check then reports it as
+        // before the epoch instead of this panicking.
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A clock that moves only when told to. Clones share one reading, so a test keeps a
+/// clone and steers the generator that holds another.
+///
+/// ```
+/// use uidgen::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new(1_000_000);
+/// let handle = clock.clone();
+/// handle.advance(Duration::from_secs(2));
+/// assert_eq!(clock.now_millis(), 1_002_000);
+/// handle.rewind(Duration::from_secs(1));
+/// assert_eq!(clock.now_millis(), 1_001_000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    millis: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// A clock reading `unix_millis`.
+    pub fn new(unix_millis: u64) -> Self {
+        Self {
+            millis: Arc::new(AtomicU64::new(unix_millis)),
+        }
+    }
+
+    /// A clock reading the system's time now.
+    pub fn starting_now() -> Self {
+        Self::new(SystemClock.now_millis())
+    }
+
+    /// Sets the reading.
+    pub fn set(&self, unix_millis: u64) {
+        self.millis.store(unix_millis, Ordering::SeqCst);
+    }
+
+    /// Moves the reading forwards.
+    pub fn advance(&self, by: Duration) {
+        self.millis.fetch_add(duration_millis(by), Ordering::SeqCst);
+    }
+
+    /// Moves the reading backwards (saturating at 1970).
+    pub fn rewind(&self, by: Duration) {
+        let by = duration_millis(by);
+        // fetch_update cannot fail when the closure always returns Some.
+        let _ = self
+            .millis
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+                Some(m.saturating_sub(by))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_millis(&self) -> u64 {
+        self.millis.load(Ordering::SeqCst)
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
+    fn now_millis(&self) -> u64 {
+        (**self).now_millis()
+    }
+}
+
+fn duration_millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

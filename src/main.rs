@@ -1,0 +1,193 @@
+//! `uidgen`: generate, parse and inspect IDs from the command line.
+
+use clap::{Args, Parser, Subcommand};
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+use uidgen::{
+    BitsAllocator, Clock, ConfigError, DefaultUidGenerator, LayoutBuilder, Preset, SystemClock,
+    TimeUnit, UidGenerator,
+};
+
+#[derive(Parser)]
+#[command(name = "uidgen", version, about = "Unique, time-ordered 64-bit IDs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print new IDs, one a line.
+    Next {
+        /// How many IDs.
+        #[arg(short = 'n', long = "count", default_value_t = 1)]
+        count: u64,
+        /// The worker ID inside every ID. Two processes must never share one at the same
+        /// time: with the default, run one `uidgen next` at a time.
+        #[arg(long, default_value_t = 0)]
+        worker_id: u64,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Take IDs apart: one JSON object a line, as UidGenerator's parseUID.
+    Parse {
+        /// The IDs, in decimal.
+        #[arg(required = true, allow_hyphen_values = true)]
+        uids: Vec<String>,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Show the layout, its capacity and when it runs out.
+    Layout {
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+}
+
+#[derive(Args)]
+struct LayoutArgs {
+    /// A preset (default, uidgenerator, uidgenerator-readme, snowflake, instagram) or
+    /// bits as TIME/WORKER/SEQ, e.g. 29/21/13.
+    #[arg(long, default_value = "default")]
+    layout: String,
+    /// Tick length: s or ms (default: the preset's; seconds for TIME/WORKER/SEQ).
+    #[arg(long, value_parser = parse_unit)]
+    unit: Option<TimeUnit>,
+    /// Epoch as a UTC date (YYYY-MM-DD) or RFC 3339 instant (default: the preset's).
+    #[arg(long)]
+    epoch: Option<String>,
+}
+
+fn parse_unit(s: &str) -> Result<TimeUnit, String> {
+    match s {
+        "s" | "sec" | "seconds" => Ok(TimeUnit::Seconds),
+        "ms" | "millis" | "milliseconds" => Ok(TimeUnit::Milliseconds),
+        other => Err(format!("unit {other:?} is not one of: s, ms")),
+    }
+}
+
+impl LayoutArgs {
+    fn builder(&self) -> Result<LayoutBuilder, ConfigError> {
+        let mut builder = match parse_bits(&self.layout) {
+            Some(bits) => {
+                let (t, w, s) = bits?;
+                Preset::Default.builder().bits(t, w, s)
+            }
+            None => self.layout.parse::<Preset>()?.builder(),
+        };
+        if let Some(unit) = self.unit {
+            builder = builder.unit(unit);
+        }
+        if let Some(epoch) = &self.epoch {
+            builder = builder.epoch(epoch);
+        }
+        Ok(builder)
+    }
+}
+
+/// `Some` when `text` looks like TIME/WORKER/SEQ.
+fn parse_bits(text: &str) -> Option<Result<(u32, u32, u32), ConfigError>> {
+    let parts: Vec<&str> = text.split('/').collect();
+    if parts.len() != 3 {
+        return None;
+    }
+    let numbers: Result<Vec<u32>, _> = parts.iter().map(|p| p.trim().parse::<u32>()).collect();
+    Some(match numbers {
+        Ok(n) => Ok((n[0], n[1], n[2])),
+        Err(e) => Err(ConfigError::OutOfRange {
+            field: "layout",
+            value: text.to_owned(),
+            limit: format!("TIME/WORKER/SEQ as three whole numbers adding up to 63 ({e})"),
+        }),
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("uidgen: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type AnyError = Box<dyn std::error::Error>;
+
+fn run(command: Command) -> Result<ExitCode, AnyError> {
+    match command {
+        Command::Next {
+            count,
+            worker_id,
+            layout,
+        } => {
+            let bits = layout.builder()?.build()?;
+            let generator = DefaultUidGenerator::new(bits, worker_id)?;
+            let mut out = BufWriter::new(io::stdout().lock());
+            for _ in 0..count {
+                writeln!(out, "{}", generator.next_uid()?)?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Parse { uids, layout } => {
+            // Old IDs stay readable after their layout has run out.
+            let bits = layout.builder()?.build_unchecked_time()?;
+            let mut out = BufWriter::new(io::stdout().lock());
+            let mut failed = false;
+            for uid in &uids {
+                match bits.parse_str(uid) {
+                    Ok(parts) => writeln!(out, "{parts}")?,
+                    Err(err) => {
+                        out.flush()?;
+                        eprintln!("uidgen: argument {uid:?}: {err}");
+                        failed = true;
+                    }
+                }
+            }
+            out.flush()?;
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Layout { layout } => {
+            let bits = layout.builder()?.build_unchecked_time()?;
+            print!("{}", describe(&bits, SystemClock.now_millis()));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn describe(bits: &BitsAllocator, now_millis: u64) -> String {
+    const YEAR_MS: f64 = 365.25 * 86_400_000.0;
+    let unit = match bits.unit() {
+        TimeUnit::Seconds => "1 s",
+        TimeUnit::Milliseconds => "1 ms",
+    };
+    let end = bits.end_millis();
+    let status = match bits.check_alive_at(now_millis) {
+        Ok(()) => format!("{:.1} years from now", (end - now_millis) as f64 / YEAR_MS),
+        Err(err) => format!("not usable now: {err}"),
+    };
+    format!(
+        "layout         {bits}\n\
+         sign bit       1 bit, always 0 (IDs are positive as i64)\n\
+         time bits      {} (ticks of {unit}, max delta {})\n\
+         worker bits    {} ({} worker IDs, 0..={})\n\
+         sequence bits  {} ({} IDs per tick per worker)\n\
+         lifetime       {:.1} years from the epoch\n\
+         runs out       {} UTC ({status})\n",
+        bits.time_bits(),
+        bits.max_delta(),
+        bits.worker_bits(),
+        bits.max_worker_id() + 1,
+        bits.max_worker_id(),
+        bits.seq_bits(),
+        bits.max_sequence() + 1,
+        bits.lifetime().as_millis() as f64 / YEAR_MS,
+        bits.format_instant(end),
+    )
+}
