@@ -1,9 +1,9 @@
 //! [`DefaultUidGenerator`]: each ID computed on demand under a lock.
 
 use crate::bits::BitsAllocator;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::error::{ConfigError, UidError};
-use crate::generator::UidGenerator;
+use crate::generator::{base_builder_methods, GeneratorBase, UidGenerator};
 use crate::sync::{self, Mutex};
 use std::fmt;
 use std::time::Duration;
@@ -32,7 +32,7 @@ use std::time::Duration;
 pub struct DefaultUidGenerator {
     bits: BitsAllocator,
     worker_id: u64,
-    clock: Box<dyn Clock>,
+    clock: std::sync::Arc<dyn Clock>,
     state: Mutex<TickState>,
 }
 
@@ -54,38 +54,24 @@ enum Step {
 
 /// Settings for a [`DefaultUidGenerator`].
 pub struct DefaultUidGeneratorBuilder {
-    bits: BitsAllocator,
-    worker_id: u64,
-    clock: Box<dyn Clock>,
+    base: GeneratorBase,
 }
 
 impl DefaultUidGeneratorBuilder {
-    /// The layout (default: [`Preset::Default`](crate::Preset::Default)).
-    pub fn allocator(mut self, bits: BitsAllocator) -> Self {
-        self.bits = bits;
-        self
-    }
-
-    /// The worker ID (default 0); must fit the layout's worker bits.
-    pub fn worker_id(mut self, worker_id: u64) -> Self {
-        self.worker_id = worker_id;
-        self
-    }
-
-    /// The clock (default: the system clock).
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Box::new(clock);
-        self
-    }
+    base_builder_methods!();
 
     /// Checks the worker ID against the layout and the layout against the clock.
     pub fn build(self) -> Result<DefaultUidGenerator, ConfigError> {
-        self.bits.check_worker_id(self.worker_id)?;
-        self.bits.check_alive_at(self.clock.now_millis())?;
+        self.base.check()?;
+        let GeneratorBase {
+            bits,
+            worker_id,
+            clock,
+        } = self.base;
         Ok(DefaultUidGenerator {
-            bits: self.bits,
-            worker_id: self.worker_id,
-            clock: self.clock,
+            bits,
+            worker_id,
+            clock,
             state: Mutex::new(TickState::default()),
         })
     }
@@ -95,9 +81,7 @@ impl DefaultUidGenerator {
     /// A builder with the default layout, worker 0 and the system clock.
     pub fn builder() -> DefaultUidGeneratorBuilder {
         DefaultUidGeneratorBuilder {
-            bits: BitsAllocator::default(),
-            worker_id: 0,
-            clock: Box::new(SystemClock),
+            base: GeneratorBase::default(),
         }
     }
 

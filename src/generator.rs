@@ -1,8 +1,10 @@
 //! The [`UidGenerator`] trait both generators implement.
 
 use crate::bits::BitsAllocator;
-use crate::error::UidError;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{ConfigError, UidError};
 use crate::parts::UidParts;
+use std::sync::Arc;
 
 /// A source of unique, time-ordered 64-bit IDs, shareable across threads.
 pub trait UidGenerator: Send + Sync {
@@ -20,3 +22,53 @@ pub trait UidGenerator: Send + Sync {
         self.allocator().parse(uid)
     }
 }
+
+/// What every generator is built from: a layout, a worker ID and a clock.
+#[derive(Clone)]
+pub(crate) struct GeneratorBase {
+    pub(crate) bits: BitsAllocator,
+    pub(crate) worker_id: u64,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Default for GeneratorBase {
+    fn default() -> Self {
+        Self {
+            bits: BitsAllocator::default(),
+            worker_id: 0,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl GeneratorBase {
+    /// The worker ID fits the layout, and the layout is alive by the generator's clock.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
+        self.bits.check_worker_id(self.worker_id)?;
+        self.bits.check_alive_at(self.clock.now_millis())
+    }
+}
+
+/// The builder methods every generator's builder shares; the builder has a `base` field.
+macro_rules! base_builder_methods {
+    () => {
+        /// The layout (default: [`Preset::Default`](crate::Preset::Default)).
+        pub fn allocator(mut self, bits: $crate::BitsAllocator) -> Self {
+            self.base.bits = bits;
+            self
+        }
+
+        /// The worker ID (default 0); must fit the layout's worker bits.
+        pub fn worker_id(mut self, worker_id: u64) -> Self {
+            self.base.worker_id = worker_id;
+            self
+        }
+
+        /// The clock (default: the system clock).
+        pub fn clock(mut self, clock: impl $crate::Clock) -> Self {
+            self.base.clock = std::sync::Arc::new(clock);
+            self
+        }
+    };
+}
+pub(crate) use base_builder_methods;

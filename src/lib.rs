@@ -3,17 +3,24 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 mod bits;
+mod cached;
 mod clock;
 mod default_gen;
 mod error;
 mod generator;
+mod local;
+mod padding;
 mod parts;
+mod reject;
+pub mod ring;
 mod sync;
 mod time;
 
 pub use bits::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, TOTAL_BITS};
+pub use cached::{CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, PADDING_THREAD_NAME};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use default_gen::{DefaultUidGenerator, DefaultUidGeneratorBuilder};
 pub use error::{ConfigError, UidError};
 pub use generator::UidGenerator;
 pub use parts::UidParts;
+pub use reject::{PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy};

@@ -1,11 +1,11 @@
 //! `uidgen`: generate, parse and inspect IDs from the command line.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use uidgen::{
-    BitsAllocator, Clock, ConfigError, DefaultUidGenerator, LayoutBuilder, Preset, SystemClock,
-    TimeUnit, UidGenerator,
+    BitsAllocator, CachedUidGenerator, Clock, ConfigError, DefaultUidGenerator, LayoutBuilder,
+    Preset, SystemClock, TimeUnit, UidGenerator,
 };
 
 #[derive(Parser)]
@@ -26,6 +26,12 @@ enum Command {
         /// time: with the default, run one `uidgen next` at a time.
         #[arg(long, default_value_t = 0)]
         worker_id: u64,
+        /// `default` computes each ID from the clock (at most one tick's sequence per
+        /// tick); `cached` hands them out from the ring, borrowing future ticks for large N.
+        /// With a fixed worker ID, do not start another `cached` run with the same ID
+        /// before the clock has passed the ticks the last one borrowed.
+        #[arg(long, value_enum, default_value_t = GeneratorKind::Default)]
+        generator: GeneratorKind,
         #[command(flatten)]
         layout: LayoutArgs,
     },
@@ -42,6 +48,12 @@ enum Command {
         #[command(flatten)]
         layout: LayoutArgs,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GeneratorKind {
+    Default,
+    Cached,
 }
 
 #[derive(Args)]
@@ -120,10 +132,14 @@ fn run(command: Command) -> Result<ExitCode, AnyError> {
         Command::Next {
             count,
             worker_id,
+            generator,
             layout,
         } => {
             let bits = layout.builder()?.build()?;
-            let generator = DefaultUidGenerator::new(bits, worker_id)?;
+            let generator: Box<dyn UidGenerator> = match generator {
+                GeneratorKind::Default => Box::new(DefaultUidGenerator::new(bits, worker_id)?),
+                GeneratorKind::Cached => Box::new(CachedUidGenerator::new(bits, worker_id)?),
+            };
             let mut out = BufWriter::new(io::stdout().lock());
             for _ in 0..count {
                 writeln!(out, "{}", generator.next_uid()?)?;

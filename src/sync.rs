@@ -7,8 +7,9 @@
 
 #[cfg(loom)]
 pub(crate) use loom::{
+    hint::spin_loop,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, MutexGuard,
     },
     thread,
@@ -16,8 +17,9 @@ pub(crate) use loom::{
 
 #[cfg(not(loom))]
 pub(crate) use std::{
+    hint::spin_loop,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, MutexGuard,
     },
     thread,
@@ -42,4 +44,12 @@ pub(crate) fn sleep(duration: std::time::Duration) {
     }
     #[cfg(not(loom))]
     thread::sleep(duration);
+}
+
+/// A number no other generator in this process has had or will have; tags per-thread
+/// caches so a new generator never serves a dropped one's IDs. Process-wide and outside
+/// any loom model, so it is a plain `std` static.
+pub(crate) fn unique_instance_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }

@@ -45,6 +45,24 @@ fn next_prints_n_distinct_ids_that_parse_to_today_and_the_worker() {
 }
 
 #[test]
+fn cached_generator_prints_many_distinct_ids_at_once() {
+    let out = uidgen(&[
+        "next",
+        "-n",
+        "100000",
+        "--generator",
+        "cached",
+        "--worker-id",
+        "5",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let ids = stdout_lines(&out);
+    assert_eq!(ids.len(), 100_000);
+    let parsed: Vec<u64> = ids.iter().map(|id| id.parse().unwrap()).collect();
+    assert!(parsed.windows(2).all(|w| w[0] < w[1]), "IDs increase");
+}
+
+#[test]
 fn parse_prints_uidgenerator_json_for_the_known_answer() {
     let out = uidgen(&[
         "parse",

@@ -4,21 +4,10 @@ use std::collections::HashSet;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-use uidgen::{
-    BitsAllocator, DefaultUidGenerator, ManualClock, Preset, TimeUnit, UidError, UidGenerator,
-};
+mod common;
 
-const EPOCH_MS: u64 = 1_600_000_000_000;
-
-/// A tiny seconds layout (4 IDs a tick) so tests reach a tick's end quickly.
-fn tiny_layout() -> BitsAllocator {
-    BitsAllocator::builder()
-        .bits(40, 21, 2)
-        .unit(TimeUnit::Seconds)
-        .epoch_millis(EPOCH_MS)
-        .build_unchecked_time()
-        .unwrap()
-}
+use common::{tiny_layout, EPOCH_MS};
+use uidgen::{BitsAllocator, DefaultUidGenerator, ManualClock, Preset, UidError, UidGenerator};
 
 fn generator(bits: BitsAllocator, clock: &ManualClock) -> DefaultUidGenerator {
     DefaultUidGenerator::builder()

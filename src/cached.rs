@@ -1,0 +1,439 @@
+//! [`CachedUidGenerator`]: IDs taken from a ring that a padding thread keeps full.
+
+use crate::bits::BitsAllocator;
+use crate::clock::Clock;
+use crate::error::{ConfigError, UidError};
+use crate::generator::{base_builder_methods, GeneratorBase, UidGenerator};
+use crate::local::{self, MAX_THREAD_BATCH};
+use crate::padding::{Padder, Schedule, Shared, TickSource};
+use crate::reject::{PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy};
+use crate::ring::{RingBuffer, MAX_CAPACITY};
+use crate::sync::{thread, Arc, Ordering};
+use crossbeam_channel::Sender;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// The padding thread's name.
+pub const PADDING_THREAD_NAME: &str = "uidgen-padding";
+
+/// Hands out IDs from a lock-free ring of pre-built ones; a padding thread refills it.
+///
+/// `next_uid` is one CAS on the hot path: no lock, no clock read, no allocation. The
+/// ring holds `(max_sequence + 1) << boost_power` IDs; when fewer than `padding_factor`%
+/// remain, the first taker to notice wakes the padding thread, which refills it with
+/// "borrowed future ticks" (see [`time_ahead`](Self::time_ahead)). The first fill happens
+/// in [`build`](CachedUidGeneratorBuilder::build), so the first `next_uid` never waits.
+/// Dropping the generator stops and joins the thread.
+///
+/// ```
+/// use uidgen::{BitsAllocator, CachedUidGenerator, UidGenerator};
+///
+/// let generator = CachedUidGenerator::builder().worker_id(42).build()?;
+/// let a = generator.next_uid()?;
+/// let mut batch = [0u64; 64];
+/// let n = generator.next_uids(&mut batch)?;
+/// assert!(n > 0 && batch[..n].iter().all(|&b| b > a));
+/// assert_eq!(generator.parse_uid(a)?.worker_id, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CachedUidGenerator {
+    ring: Arc<RingBuffer>,
+    /// A take that leaves fewer than this many IDs asks for padding.
+    padding_threshold: u64,
+    shared: Arc<Shared>,
+    wake: Sender<()>,
+    take_policy: TakeRejectPolicy,
+    /// IDs a thread claims from the ring at once into its thread-local cache (1: none).
+    thread_batch: usize,
+    /// This generator's tag on thread-local caches.
+    instance: u64,
+    bits: BitsAllocator,
+    worker_id: u64,
+    clock: std::sync::Arc<dyn Clock>,
+    padder: Option<thread::JoinHandle<()>>,
+}
+
+/// Counters of a [`CachedUidGenerator`], for monitoring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedStats {
+    /// Slots in the ring.
+    pub capacity: usize,
+    /// IDs waiting in the ring now.
+    pub len: usize,
+    /// Padding rounds run (including the first, in `build`).
+    pub padding_rounds: u64,
+    /// Calls that found the ring empty (each counted once, however long it waited).
+    pub rejected_takes: u64,
+    /// Padding rounds that stopped at a slot a taker still held.
+    pub rejected_puts: u64,
+    /// IDs dropped unissued because their tick passed while they waited in the ring.
+    pub discarded_stale: u64,
+}
+
+/// Settings for a [`CachedUidGenerator`].
+pub struct CachedUidGeneratorBuilder {
+    base: GeneratorBase,
+    boost_power: u32,
+    padding_factor: u32,
+    thread_batch: usize,
+    schedule_interval: Option<Duration>,
+    resync_interval: Option<Duration>,
+    take_policy: TakeRejectPolicy,
+    on_rejected_put: Option<PutRejectHandler>,
+}
+
+impl CachedUidGeneratorBuilder {
+    base_builder_methods!();
+
+    /// The ring holds `(max_sequence + 1) << boost_power` IDs: `2^boost_power` ticks'
+    /// worth (default 3, as UidGenerator). The ring may have at most 2^26 slots.
+    pub fn boost_power(mut self, boost_power: u32) -> Self {
+        self.boost_power = boost_power;
+        self
+    }
+
+    /// Refill when fewer than this percentage of the slots remain (1 to 99, default 50).
+    pub fn padding_factor(mut self, percent: u32) -> Self {
+        self.padding_factor = percent;
+        self
+    }
+
+    /// How many IDs a thread claims from the ring at once, to hand out from a
+    /// thread-local cache (1 to 64, default 32; 1 turns the cache off).
+    ///
+    /// One claim is one atomic compare-and-swap, which costs as much as the rest of a
+    /// take; batching makes `next_uid` a few plain loads and stores. A thread's unused
+    /// IDs are dropped (never issued) when it ends or at the next resync.
+    pub fn thread_batch(mut self, ids: usize) -> Self {
+        self.thread_batch = ids;
+        self
+    }
+
+    /// Also refill on a timer, this often (default: only on demand).
+    pub fn schedule_interval(mut self, every: Duration) -> Self {
+        self.schedule_interval = Some(every);
+        self
+    }
+
+    /// How often the padder drops IDs whose tick has passed and refills from the
+    /// current tick, so IDs taken after a quiet spell carry a current timestamp
+    /// (default: half a tick, at least 50 ms and at most 500 ms).
+    pub fn resync_interval(mut self, every: Duration) -> Self {
+        self.resync_interval = Some(every);
+        self
+    }
+
+    /// What a take does when the ring is empty (default: wait up to 1 s, then
+    /// [`UidError::BufferExhausted`]).
+    pub fn take_reject_policy(mut self, policy: TakeRejectPolicy) -> Self {
+        self.take_policy = policy;
+        self
+    }
+
+    /// Called on the padding thread when a round stops at a refused put (default: count
+    /// it and log at `debug`).
+    pub fn put_reject_handler(
+        mut self,
+        handler: impl Fn(RejectedPut) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_rejected_put = Some(std::sync::Arc::new(handler));
+        self
+    }
+
+    /// Checks the settings, fills the ring once and starts the padding thread.
+    pub fn build(self) -> Result<CachedUidGenerator, ConfigError> {
+        self.base.check()?;
+        let GeneratorBase {
+            bits,
+            worker_id,
+            clock,
+        } = self.base;
+        let max_boost = MAX_CAPACITY
+            .trailing_zeros()
+            .saturating_sub(bits.seq_bits());
+        if self.boost_power > max_boost {
+            return Err(ConfigError::OutOfRange {
+                field: "boost_power",
+                value: self.boost_power.to_string(),
+                limit: format!(
+                    "at most {max_boost}: the ring ((max_sequence + 1) << boost_power = \
+                     2^({} + boost_power) slots) may have at most 2^26 slots",
+                    bits.seq_bits()
+                ),
+            });
+        }
+        if !(1..=99).contains(&self.padding_factor) {
+            return Err(ConfigError::OutOfRange {
+                field: "padding_factor",
+                value: self.padding_factor.to_string(),
+                limit: "a percentage from 1 to 99".into(),
+            });
+        }
+        if !(1..=MAX_THREAD_BATCH).contains(&self.thread_batch) {
+            return Err(ConfigError::OutOfRange {
+                field: "thread_batch",
+                value: self.thread_batch.to_string(),
+                limit: format!("from 1 (no thread-local cache) to {MAX_THREAD_BATCH}"),
+            });
+        }
+        for (field, interval) in [
+            ("schedule_interval", self.schedule_interval),
+            ("resync_interval", self.resync_interval),
+        ] {
+            if interval.is_some_and(|i| i.is_zero()) {
+                return Err(ConfigError::OutOfRange {
+                    field,
+                    value: "0s".into(),
+                    limit: "greater than zero".into(),
+                });
+            }
+        }
+
+        let capacity = 1usize << (bits.seq_bits() + self.boost_power);
+        let (ring, producer) = RingBuffer::new(capacity)?;
+        let shared = Arc::new(Shared::default());
+        let mut padder = Padder {
+            producer,
+            source: TickSource::new(bits, worker_id, clock.clone()),
+            shared: shared.clone(),
+            on_rejected_put: self.on_rejected_put,
+        };
+        padder.round(false);
+
+        let tick = Duration::from_millis(bits.unit().millis());
+        let schedule = Schedule {
+            pad_every: self.schedule_interval,
+            resync_every: self.resync_interval.unwrap_or_else(|| {
+                (tick / 2).clamp(Duration::from_millis(50), Duration::from_millis(500))
+            }),
+        };
+        // One pending wake-up is enough: a round serves every request made before it.
+        let (wake, woken) = crossbeam_channel::bounded(1);
+        let handle = thread::Builder::new()
+            .name(PADDING_THREAD_NAME.into())
+            .spawn(move || padder.run(woken, schedule))
+            .map_err(|e| ConfigError::Spawn(e.to_string()))?;
+
+        Ok(CachedUidGenerator {
+            padding_threshold: capacity as u64 * u64::from(self.padding_factor) / 100,
+            ring,
+            shared,
+            wake,
+            take_policy: self.take_policy,
+            thread_batch: self.thread_batch,
+            instance: crate::sync::unique_instance_id(),
+            bits,
+            worker_id,
+            clock,
+            padder: Some(handle),
+        })
+    }
+}
+
+impl CachedUidGenerator {
+    /// A builder with the default layout, worker 0, the system clock and UidGenerator's
+    /// defaults (`boost_power` 3, `padding_factor` 50, no schedule).
+    pub fn builder() -> CachedUidGeneratorBuilder {
+        CachedUidGeneratorBuilder {
+            base: GeneratorBase::default(),
+            boost_power: 3,
+            padding_factor: 50,
+            thread_batch: 32,
+            schedule_interval: None,
+            resync_interval: None,
+            take_policy: TakeRejectPolicy::default(),
+            on_rejected_put: None,
+        }
+    }
+
+    /// A generator for `worker_id` with layout `bits` and default settings.
+    pub fn new(bits: BitsAllocator, worker_id: u64) -> Result<Self, ConfigError> {
+        Self::builder().allocator(bits).worker_id(worker_id).build()
+    }
+
+    /// Fills `out` from the front with consecutive IDs claimed in one atomic step; returns
+    /// how many (at least 1 unless `out` is empty; fewer than `out.len()` when the ring
+    /// held fewer). Errors as [`next_uid`](UidGenerator::next_uid).
+    #[inline]
+    pub fn next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        // This thread's cached IDs come first: they are older than anything in the ring.
+        let cached = if self.thread_batch > 1 {
+            let generation = self.shared.generation.load(Ordering::Relaxed);
+            local::drain_into(self.instance, generation, out)
+        } else {
+            0
+        };
+        if cached == out.len() {
+            return Ok(cached);
+        }
+        if cached > 0 {
+            let (n, remaining) = self.ring.take_batch(&mut out[cached..]);
+            if n > 0 {
+                self.after_take(remaining);
+            }
+            return Ok(cached + n);
+        }
+        self.take_into(out)
+    }
+
+    /// Claims up to `out.len()` IDs from the ring, waiting per the take policy if it is
+    /// empty; returns how many (at least 1).
+    #[inline]
+    fn take_into(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        let (n, remaining) = self.ring.take_batch(out);
+        if n > 0 {
+            self.after_take(remaining);
+            return Ok(n);
+        }
+        self.take_slow(|| {
+            let (n, remaining) = self.ring.take_batch(out);
+            (n > 0).then_some((n, remaining))
+        })
+    }
+
+    /// Claims a batch from the ring for this thread's cache and returns its first ID.
+    #[inline(never)]
+    fn next_uid_refilling_thread_batch(&self, generation: u64) -> Result<u64, UidError> {
+        let mut batch = [0u64; MAX_THREAD_BATCH];
+        let batch = &mut batch[..self.thread_batch];
+        let n = self.take_into(batch)?;
+        local::store(self.instance, generation, &batch[1..n]);
+        Ok(batch[0])
+    }
+
+    /// How far the newest padded tick is ahead of the wall clock (zero when it is not).
+    ///
+    /// Under sustained load faster than `max_sequence + 1` IDs per tick, the padder
+    /// borrows future ticks and this grows: IDs then carry timestamps later than the time
+    /// they were made. A generator restarted with the **same** worker ID within this
+    /// window could repeat IDs; one worker ID per launch (as UidGenerator assigns them)
+    /// rules that out. When load drops, the clock catches up.
+    pub fn time_ahead(&self) -> Duration {
+        let padded = self.shared.padded_tick.load(Ordering::Relaxed);
+        let now = self.bits.tick_at(self.clock.now_millis()).unwrap_or(0);
+        Duration::from_millis(padded.saturating_sub(now) * self.bits.unit().millis())
+    }
+
+    /// Counters for monitoring.
+    pub fn stats(&self) -> CachedStats {
+        let shared = &*self.shared;
+        CachedStats {
+            capacity: self.ring.capacity(),
+            len: self.ring.len(),
+            padding_rounds: shared.rounds.load(Ordering::Relaxed),
+            rejected_takes: shared.rejected_takes.load(Ordering::Relaxed),
+            rejected_puts: shared.rejected_puts.load(Ordering::Relaxed),
+            discarded_stale: shared.discarded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Slots in the ring.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    #[inline]
+    fn after_take(&self, remaining: u64) {
+        if remaining < self.padding_threshold {
+            self.request_padding();
+        }
+    }
+
+    /// Wakes the padder unless a wake-up is already pending.
+    #[inline]
+    fn request_padding(&self) {
+        let requested = &self.shared.padding_requested;
+        // The load keeps takers below the threshold from writing the shared line.
+        if !requested.load(Ordering::Relaxed) && !requested.swap(true, Ordering::AcqRel) {
+            // Full: a wake-up is already pending, which serves this request too.
+            let _ = self.wake.try_send(());
+        }
+    }
+
+    /// The ring was empty: wake the padder and let the take policy decide how long to wait.
+    #[cold]
+    #[inline(never)]
+    fn take_slow<T>(&self, mut attempt: impl FnMut() -> Option<(T, u64)>) -> Result<T, UidError> {
+        self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
+        let start = Instant::now();
+        let mut tries = 0u32;
+        loop {
+            self.request_padding();
+            if let Some((value, remaining)) = attempt() {
+                self.after_take(remaining);
+                return Ok(value);
+            }
+            if self.shared.exhausted.load(Ordering::Acquire) {
+                // The flag is set after the last IDs were published: one more look.
+                return attempt()
+                    .map(|(value, _)| value)
+                    .ok_or_else(|| self.bits.time_exhausted());
+            }
+            let waited = start.elapsed();
+            match self.take_policy.decide(RejectedTake {
+                attempt: tries,
+                waited,
+            }) {
+                TakeDecision::Retry => tries = tries.saturating_add(1),
+                TakeDecision::Fail => return Err(UidError::BufferExhausted { waited }),
+            }
+        }
+    }
+}
+
+impl UidGenerator for CachedUidGenerator {
+    #[inline]
+    fn next_uid(&self) -> Result<u64, UidError> {
+        if self.thread_batch > 1 {
+            // Read before claiming: a batch claimed before a resync is tagged with the
+            // old generation and so dropped by it (see `local.rs`).
+            let generation = self.shared.generation.load(Ordering::Relaxed);
+            if let Some(uid) = local::pop(self.instance, generation) {
+                return Ok(uid);
+            }
+            return self.next_uid_refilling_thread_batch(generation);
+        }
+        if let Some(taken) = self.ring.take() {
+            self.after_take(taken.remaining);
+            return Ok(taken.uid);
+        }
+        self.take_slow(|| self.ring.take().map(|t| (t.uid, t.remaining)))
+    }
+
+    fn allocator(&self) -> &BitsAllocator {
+        &self.bits
+    }
+
+    fn worker_id(&self) -> u64 {
+        self.worker_id
+    }
+}
+
+impl Drop for CachedUidGenerator {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        // Full means a wake-up is pending already; either way the padder sees `stop`.
+        let _ = self.wake.try_send(());
+        if let Some(handle) = self.padder.take() {
+            // A panic on the padder is caught per round, so join only fails if the
+            // thread died some other way; nothing is left to clean up then.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl fmt::Debug for CachedUidGenerator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedUidGenerator")
+            .field("bits", &self.bits)
+            .field("worker_id", &self.worker_id)
+            .field("capacity", &self.ring.capacity())
+            .field("padding_threshold", &self.padding_threshold)
+            .field("thread_batch", &self.thread_batch)
+            .field("take_policy", &self.take_policy)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,242 @@
+//! The padding side of [`CachedUidGenerator`](crate::CachedUidGenerator): the thread that
+//! keeps the ring full with IDs made from "borrowed future ticks".
+//!
+//! Each batch is every sequence number of one tick. The next tick is
+//! `max(last + 1, now)`: under load the padder runs ahead of the clock (it does not wait
+//! for the next second, so throughput is not capped by the clock), when idle it catches up
+//! with the clock, and a clock that goes backwards cannot make it reuse a tick. When the
+//! ring fills mid-tick, the rest of the tick waits for the next round.
+
+use crate::bits::BitsAllocator;
+use crate::clock::Clock;
+use crate::reject::{PutRejectHandler, RejectedPut};
+use crate::ring::{PutRejected, RingProducer};
+use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_utils::CachePadded;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+/// State the takers and the padding thread share.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Set by the first taker that sees the ring below the padding threshold (and by
+    /// every taker that finds it empty); cleared by the padder as a round starts, so a
+    /// request made during a round gets a round of its own. At most one wake-up is
+    /// sent per round however many takers cross the threshold.
+    pub(crate) padding_requested: CachePadded<AtomicBool>,
+    /// Bumped by every resync round, after it drops stale IDs from the ring: per-thread
+    /// batches claimed under an older generation are dropped (see `local.rs`).
+    pub(crate) generation: CachePadded<AtomicU64>,
+    /// Set when the generator is dropped.
+    pub(crate) stop: AtomicBool,
+    /// Set (`Release`, after the last IDs are published) when the layout's last tick
+    /// has been padded: an empty ring then means `TimeExhausted`.
+    pub(crate) exhausted: AtomicBool,
+    /// The newest tick padded, for `time_ahead()`.
+    pub(crate) padded_tick: AtomicU64,
+    /// Padding rounds that stopped at a slot a taker still held.
+    pub(crate) rejected_puts: AtomicU64,
+    /// `next_uid`/`next_uids` calls that found the ring empty.
+    pub(crate) rejected_takes: AtomicU64,
+    /// Padding rounds run.
+    pub(crate) rounds: AtomicU64,
+    /// IDs dropped unissued because their tick had passed (see resync).
+    pub(crate) discarded: AtomicU64,
+}
+
+/// Makes IDs tick by tick; the padder's side of borrowed time.
+pub(crate) struct TickSource {
+    pub(crate) bits: BitsAllocator,
+    pub(crate) worker_id: u64,
+    pub(crate) clock: std::sync::Arc<dyn Clock>,
+    /// The tick being handed out and the worker ID, packed, with sequence 0.
+    base: u64,
+    /// The next sequence number in the current tick; past `max_sequence` when a new
+    /// tick is due (and before the first).
+    next_seq: u64,
+    /// The current tick; `None` before the first.
+    tick: Option<u64>,
+    /// The layout's last tick has been used up.
+    exhausted: bool,
+}
+
+impl TickSource {
+    pub(crate) fn new(
+        bits: BitsAllocator,
+        worker_id: u64,
+        clock: std::sync::Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            bits,
+            worker_id,
+            clock,
+            base: 0,
+            next_seq: bits.max_sequence() + 1,
+            tick: None,
+            exhausted: false,
+        }
+    }
+
+    /// The tick the clock reads now; 0 if it reads before the epoch (the next tick is
+    /// then `last + 1`, so a clock set far back still cannot repeat an ID).
+    fn now_tick(&self) -> u64 {
+        self.bits.tick_at(self.clock.now_millis()).unwrap_or(0)
+    }
+
+    /// Makes sure the current tick has a sequence number left, starting the next tick
+    /// if not; `false` when the layout has no tick left.
+    fn ensure_tick(&mut self, shared: &Shared) -> bool {
+        if self.next_seq <= self.bits.max_sequence() {
+            return true;
+        }
+        if self.exhausted {
+            return false;
+        }
+        // Read once per tick, not per ID.
+        let now = self.now_tick();
+        let next = self.tick.map_or(now, |last| now.max(last + 1));
+        if next > self.bits.max_delta() {
+            self.exhausted = true;
+            return false;
+        }
+        self.tick = Some(next);
+        self.base = self.bits.pack(next, self.worker_id, 0);
+        self.next_seq = 0;
+        shared.padded_tick.store(next, Ordering::Relaxed);
+        true
+    }
+
+    #[inline]
+    fn next_uid(&mut self, shared: &Shared) -> Option<u64> {
+        if self.next_seq > self.bits.max_sequence() && !self.ensure_tick(shared) {
+            return None;
+        }
+        let uid = self.base | self.next_seq;
+        self.next_seq += 1;
+        Some(uid)
+    }
+
+    /// The ID `next_uid` would make, without using it up.
+    fn peek(&mut self, shared: &Shared) -> Option<u64> {
+        self.ensure_tick(shared)
+            .then_some(self.base | self.next_seq)
+    }
+}
+
+/// Owns the ring's producer and the tick source; runs on the padding thread after the
+/// first round, which `build()` runs itself.
+pub(crate) struct Padder {
+    pub(crate) producer: RingProducer,
+    pub(crate) source: TickSource,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) on_rejected_put: Option<PutRejectHandler>,
+}
+
+/// When the padding thread wakes by itself.
+pub(crate) struct Schedule {
+    /// Pad every this often, as well as on demand.
+    pub(crate) pad_every: Option<Duration>,
+    /// Drop IDs whose tick has passed, and refill, every this often.
+    pub(crate) resync_every: Duration,
+}
+
+/// How many times a round retries a slot still held by a taker before reporting it.
+const BUSY_SLOT_RETRIES: u32 = 64;
+
+impl Padder {
+    /// One padding round: optionally drop IDs whose tick has passed, then fill the ring.
+    pub(crate) fn round(&mut self, resync: bool) {
+        let shared = &*self.shared;
+        shared.padding_requested.store(false, Ordering::Release);
+        shared.rounds.fetch_add(1, Ordering::Relaxed);
+        if resync {
+            // IDs are in tick order in the ring, so the stale ones are a prefix. Dropping
+            // them keeps an idle generator's IDs near the wall clock (UidGenerator never
+            // resyncs: their issues #8, #89); the padder then refills from `now`.
+            let now = self.source.now_tick();
+            let bits = self.source.bits;
+            let dropped = self.producer.discard_while(|uid| bits.delta_of(uid) < now);
+            if dropped > 0 {
+                shared
+                    .discarded
+                    .fetch_add(dropped as u64, Ordering::Relaxed);
+                tracing::trace!(dropped, "dropped IDs whose tick has passed");
+            }
+            // After the drop: a thread that claimed stale IDs before it sees the bump.
+            shared.generation.fetch_add(1, Ordering::Release);
+        }
+        let mut retries = 0;
+        loop {
+            let source = &mut self.source;
+            let fill = self.producer.fill_with(|| source.next_uid(shared));
+            match fill.stopped_by {
+                Some(PutRejected::SlotBusy) if retries < BUSY_SLOT_RETRIES => {
+                    // A taker claimed this slot's last ID and has not read it yet; it is
+                    // a few instructions from done unless it was preempted.
+                    retries += 1;
+                    sync::thread::yield_now();
+                }
+                Some(reason @ PutRejected::SlotBusy) => {
+                    shared.rejected_puts.fetch_add(1, Ordering::Relaxed);
+                    if let Some(uid) = self.source.peek(shared) {
+                        match &self.on_rejected_put {
+                            Some(handler) => handler(RejectedPut { uid, reason }),
+                            None => tracing::debug!(uid, ?reason, "padding stopped at a busy slot"),
+                        }
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        if self.source.exhausted {
+            // After the fill published its IDs: a taker that sees the flag sees them too.
+            if !shared.exhausted.swap(true, Ordering::Release) {
+                tracing::error!(
+                    last_instant = %self.source.bits.format_instant(self.source.bits.last_instant_millis()),
+                    "uidgen layout's time is exhausted: no further IDs can be made"
+                );
+            }
+        }
+    }
+
+    /// The padding thread's loop: a round per wake-up, per schedule, per resync; ends
+    /// when the generator is dropped. A panic in a round (a user's reject handler, say)
+    /// is logged and the loop goes on: the padder never stays stuck.
+    pub(crate) fn run(mut self, wake: Receiver<()>, schedule: Schedule) {
+        let start = Instant::now();
+        let mut next_resync = start + schedule.resync_every;
+        let mut next_pad = schedule.pad_every.map(|every| start + every);
+        loop {
+            let deadline = next_pad.map_or(next_resync, |pad| pad.min(next_resync));
+            let woken = match wake.recv_deadline(deadline) {
+                Ok(()) => true,
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            if self.shared.stop.load(Ordering::Acquire) {
+                return;
+            }
+            let now = Instant::now();
+            let resync = now >= next_resync;
+            if resync {
+                next_resync = now + schedule.resync_every;
+            }
+            let scheduled = next_pad.is_some_and(|pad| now >= pad);
+            if scheduled {
+                next_pad = schedule.pad_every.map(|every| now + every);
+            }
+            if woken || resync || scheduled {
+                if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(|| self.round(resync))) {
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "non-string panic".into());
+                    tracing::error!(%message, "uidgen padding round panicked; padding goes on");
+                }
+            }
+        }
+    }
+}
