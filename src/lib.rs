@@ -15,6 +15,7 @@ mod reject;
 pub mod ring;
 mod sync;
 mod time;
+pub mod worker;
 
 pub use bits::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, TOTAL_BITS};
 pub use cached::{CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, PADDING_THREAD_NAME};
@@ -24,3 +25,8 @@ pub use error::{ConfigError, UidError};
 pub use generator::UidGenerator;
 pub use parts::UidParts;
 pub use reject::{PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy};
+#[cfg(feature = "sqlite")]
+pub use worker::EmbeddedWorkerIdAssigner;
+#[cfg(feature = "mysql")]
+pub use worker::MySqlWorkerIdAssigner;
+pub use worker::{FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError};

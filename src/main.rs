@@ -4,8 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use uidgen::{
-    BitsAllocator, CachedUidGenerator, Clock, ConfigError, DefaultUidGenerator, LayoutBuilder,
-    Preset, SystemClock, TimeUnit, UidGenerator,
+    BitsAllocator, CachedUidGenerator, Clock, ConfigError, DefaultUidGenerator,
+    EmbeddedWorkerIdAssigner, FixedWorkerId, LayoutBuilder, Preset, SystemClock, TimeUnit,
+    UidGenerator, WorkerAssignment, WorkerIdAssigner,
 };
 
 #[derive(Parser)]
@@ -22,16 +23,19 @@ enum Command {
         /// How many IDs.
         #[arg(short = 'n', long = "count", default_value_t = 1)]
         count: u64,
-        /// The worker ID inside every ID. Two processes must never share one at the same
-        /// time: with the default, run one `uidgen next` at a time.
-        #[arg(long, default_value_t = 0)]
-        worker_id: u64,
-        /// `default` computes each ID from the clock (at most one tick's sequence per
-        /// tick); `cached` hands them out from the ring, borrowing future ticks for large N.
-        /// With a fixed worker ID, do not start another `cached` run with the same ID
-        /// before the clock has passed the ticks the last one borrowed.
-        #[arg(long, value_enum, default_value_t = GeneratorKind::Default)]
+        /// `cached` hands IDs out from the ring, borrowing future ticks for large N;
+        /// `default` computes each from the clock (one tick's sequence per tick).
+        #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
         generator: GeneratorKind,
+        #[command(flatten)]
+        worker: WorkerArgs,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Assign a worker ID for this launch and show it and where it came from.
+    Worker {
+        #[command(flatten)]
+        worker: WorkerArgs,
         #[command(flatten)]
         layout: LayoutArgs,
     },
@@ -48,6 +52,60 @@ enum Command {
         #[command(flatten)]
         layout: LayoutArgs,
     },
+}
+
+/// Where the worker ID comes from: `--worker-id`, else MySQL, else the embedded registry.
+#[derive(Args)]
+struct WorkerArgs {
+    /// Use this worker ID instead of a registry. It must not be in use by another process,
+    /// nor by one that ran within the ticks it borrowed.
+    #[arg(long)]
+    worker_id: Option<u64>,
+    /// Take the worker ID from WORKER_NODE on MySQL/MariaDB
+    /// (mysql://user[:password]@host[:port]/db; needs the `mysql` feature).
+    #[arg(long, env = "UIDGEN_MYSQL_URL", hide_env_values = true)]
+    mysql_url: Option<String>,
+    /// With --mysql-url: create WORKER_NODE if it does not exist.
+    #[arg(long)]
+    create_table: bool,
+    /// The embedded registry's SQLite file (default: ~/.local/share/uidgen/workers.sqlite3).
+    #[arg(long, env = "UIDGEN_WORKER_DB")]
+    worker_db: Option<std::path::PathBuf>,
+}
+
+impl WorkerArgs {
+    fn assign(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, AnyError> {
+        if let Some(id) = self.worker_id {
+            return Ok(FixedWorkerId(id).assign_worker_id(bits)?);
+        }
+        if let Some(url) = self.mysql_url.as_deref().filter(|u| !u.is_empty()) {
+            return assign_from_mysql(url, self.create_table, bits);
+        }
+        let assigner = match &self.worker_db {
+            Some(path) => EmbeddedWorkerIdAssigner::new(path),
+            None => EmbeddedWorkerIdAssigner::at_default_path()?,
+        };
+        Ok(assigner.assign_worker_id(bits)?)
+    }
+}
+
+#[cfg(feature = "mysql")]
+fn assign_from_mysql(
+    url: &str,
+    create_table: bool,
+    bits: &BitsAllocator,
+) -> Result<WorkerAssignment, AnyError> {
+    let assigner = uidgen::MySqlWorkerIdAssigner::new(url)?.create_table(create_table);
+    Ok(assigner.assign_worker_id(bits)?)
+}
+
+#[cfg(not(feature = "mysql"))]
+fn assign_from_mysql(_: &str, _: bool, _: &BitsAllocator) -> Result<WorkerAssignment, AnyError> {
+    Err(
+        "this uidgen was built without MySQL support: rebuild with `--features mysql` \
+         (or unset UIDGEN_MYSQL_URL to use the embedded registry)"
+            .into(),
+    )
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -131,11 +189,12 @@ fn run(command: Command) -> Result<ExitCode, AnyError> {
     match command {
         Command::Next {
             count,
-            worker_id,
             generator,
+            worker,
             layout,
         } => {
             let bits = layout.builder()?.build()?;
+            let worker_id = worker.assign(&bits)?.worker_id;
             let generator: Box<dyn UidGenerator> = match generator {
                 GeneratorKind::Default => Box::new(DefaultUidGenerator::new(bits, worker_id)?),
                 GeneratorKind::Cached => Box::new(CachedUidGenerator::new(bits, worker_id)?),
@@ -168,6 +227,14 @@ fn run(command: Command) -> Result<ExitCode, AnyError> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Worker { worker, layout } => {
+            let bits = layout.builder()?.build()?;
+            let assigned = worker.assign(&bits)?;
+            println!("worker_id  {}", assigned.worker_id);
+            println!("from       {}", assigned.source);
+            println!("layout     {bits} (max_worker_id {})", bits.max_worker_id());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Layout { layout } => {
             let bits = layout.builder()?.build_unchecked_time()?;

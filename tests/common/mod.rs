@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests.
+// Each test binary compiles this module and uses only some of it.
+#![allow(dead_code)]
 
-use uidgen::{BitsAllocator, TimeUnit};
+use std::process::Output;
+use uidgen::{BitsAllocator, TimeUnit, WorkerIdError};
 
 /// A fixed epoch (2020-09-13) for manual-clock tests.
 pub const EPOCH_MS: u64 = 1_600_000_000_000;
@@ -14,4 +17,34 @@ pub fn tiny_layout() -> BitsAllocator {
         .epoch_millis(EPOCH_MS)
         .build_unchecked_time()
         .unwrap()
+}
+
+/// The IDs a successful `uidgen next` printed, one a line.
+pub fn printed_ids(out: &Output) -> Vec<u64> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| line.parse().expect("an ID a line"))
+        .collect()
+}
+
+/// Asserts a registry's overflow: `worker_id` handed out, past the layout's `max_worker_id`.
+pub fn assert_overflow(err: &WorkerIdError, worker_id: u64, max_worker_id: u64) {
+    match err {
+        WorkerIdError::TooLarge {
+            worker_id: got,
+            max_worker_id: max,
+            ..
+        } => assert_eq!((*got, *max), (worker_id, max_worker_id), "{err}"),
+        other => panic!("expected an overflow error, got: {other}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains(&worker_id.to_string()) && message.contains(&max_worker_id.to_string()),
+        "the message names both numbers: {message}"
+    );
 }

@@ -1,0 +1,112 @@
+# Sourced by scripts/test: make a MariaDB/MySQL reachable for the worker-ID tests and
+# export UIDGEN_MYSQL_URL. In order:
+#   1. UIDGEN_MYSQL_URL already set: use it as it is.
+#   2. A server answers at 127.0.0.1:3306: use mysql://root@127.0.0.1:3306/test.
+#   3. mariadbd is installed: start a private one on a temporary data directory.
+#   4. Running as root with apt-get: install mariadb-server (without starting its service),
+#      then as 3.
+#   5. Otherwise: stop, saying what to install.
+# A server this script starts is stopped, and its data removed, when scripts/test exits.
+
+MARIADB_DIR=""
+MARIADB_PID=""
+
+port_answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+stop_private_mariadb() {
+    if [ -n "$MARIADB_PID" ]; then
+        kill "$MARIADB_PID" 2>/dev/null || true
+        wait "$MARIADB_PID" 2>/dev/null || true
+        MARIADB_PID=""
+    fi
+    if [ -n "$MARIADB_DIR" ]; then
+        rm -rf "$MARIADB_DIR"
+        MARIADB_DIR=""
+    fi
+}
+
+find_mariadbd() {
+    command -v mariadbd 2>/dev/null || { [ -x /usr/sbin/mariadbd ] && echo /usr/sbin/mariadbd; } || true
+}
+
+install_mariadb_server() {
+    echo "mariadb: installing mariadb-server with apt-get (its service is not started)"
+    # A policy-rc.d that says no keeps the package from starting a server of its own,
+    # which this script could not promise to stop.
+    local policy=/usr/sbin/policy-rc.d had_policy=""
+    [ -e "$policy" ] && had_policy=1
+    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
+    local status=0
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends mariadb-server mariadb-client >/dev/null || status=$?
+    [ -n "$had_policy" ] || rm -f "$policy"
+    return "$status"
+}
+
+start_private_mariadb() {
+    local mariadbd=$1 user port install_db client
+    user=$(id -un)
+    install_db=$(command -v mariadb-install-db || command -v mysql_install_db || true)
+    client=$(command -v mariadb || command -v mysql || true)
+    if [ -z "$install_db" ] || [ -z "$client" ]; then
+        echo "mariadb: $mariadbd is installed but mariadb-install-db or the mariadb client is not;" >&2
+        echo "mariadb: install mariadb-server and mariadb-client, or set UIDGEN_MYSQL_URL" >&2
+        return 1
+    fi
+    MARIADB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-mariadb.XXXXXX")
+    port=$((20000 + RANDOM % 20000))
+    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    echo "mariadb: starting a private server on 127.0.0.1:$port (data in $MARIADB_DIR)"
+    if ! "$install_db" --no-defaults --datadir="$MARIADB_DIR/data" --user="$user" \
+        --auth-root-authentication-method=normal >"$MARIADB_DIR/install.log" 2>&1; then
+        cat "$MARIADB_DIR/install.log" >&2
+        return 1
+    fi
+    "$mariadbd" --no-defaults --datadir="$MARIADB_DIR/data" --user="$user" \
+        --port="$port" --bind-address=127.0.0.1 --socket="$MARIADB_DIR/mysqld.sock" \
+        --pid-file="$MARIADB_DIR/mysqld.pid" --skip-log-bin >"$MARIADB_DIR/server.log" 2>&1 &
+    MARIADB_PID=$!
+    local waited=0
+    until "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot \
+        -e 'CREATE DATABASE IF NOT EXISTS test' >/dev/null 2>&1; do
+        if ! kill -0 "$MARIADB_PID" 2>/dev/null || [ "$waited" -ge 60 ]; then
+            echo "mariadb: the private server did not come up; its log:" >&2
+            tail -20 "$MARIADB_DIR/server.log" >&2
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    export UIDGEN_MYSQL_URL="mysql://root@127.0.0.1:$port/test"
+}
+
+ensure_mariadb() {
+    if [ -n "${UIDGEN_MYSQL_URL:-}" ]; then
+        echo "mariadb: using UIDGEN_MYSQL_URL"
+        return 0
+    fi
+    if port_answers 127.0.0.1 3306; then
+        echo "mariadb: using the server at 127.0.0.1:3306"
+        export UIDGEN_MYSQL_URL="mysql://root@127.0.0.1:3306/test"
+        return 0
+    fi
+    local mariadbd
+    mariadbd=$(find_mariadbd)
+    if [ -z "$mariadbd" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        install_mariadb_server || echo "mariadb: apt-get could not install mariadb-server" >&2
+        mariadbd=$(find_mariadbd)
+    fi
+    if [ -n "$mariadbd" ]; then
+        start_private_mariadb "$mariadbd"
+        return
+    fi
+    cat >&2 <<'MSG'
+mariadb: no MariaDB/MySQL is reachable, and none could be started.
+  The worker-ID tests need one. Any of these works:
+  - start the server you have, listening on 127.0.0.1:3306 (user root, no password, database test);
+  - install MariaDB's server (Debian/Ubuntu: sudo apt-get install mariadb-server), and scripts/test
+    starts a private one by itself;
+  - point UIDGEN_MYSQL_URL at a server: mysql://user:password@host:port/database
+MSG
+    return 1
+}

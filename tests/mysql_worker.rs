@@ -1,0 +1,233 @@
+//! Worker IDs from WORKER_NODE on a real MariaDB/MySQL (`UIDGEN_MYSQL_URL`, default
+//! mysql://root@127.0.0.1:3306/test; `scripts/test` makes one reachable), and the errors
+//! a user sees when the database is not there.
+
+mod common;
+
+use common::{assert_overflow, printed_ids};
+use mysql_async::prelude::Queryable;
+use std::collections::{HashMap, HashSet};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, Preset, WorkerIdAssigner, WorkerIdError};
+
+fn mysql_url() -> String {
+    std::env::var("UIDGEN_MYSQL_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+/// A table name of this test run's own, so tests can alter it without disturbing others.
+fn own_table(purpose: &str) -> String {
+    format!("WORKER_NODE_{purpose}_{}", std::process::id())
+}
+
+async fn sql(statement: String) {
+    let mut conn = mysql_async::Conn::from_url(mysql_url()).await.unwrap();
+    conn.query_drop(statement).await.unwrap();
+    conn.disconnect().await.unwrap();
+}
+
+async fn count_rows(table: &str) -> u64 {
+    let mut conn = mysql_async::Conn::from_url(mysql_url()).await.unwrap();
+    let count: Option<u64> = conn
+        .query_first(format!("SELECT COUNT(*) FROM {table}"))
+        .await
+        .unwrap();
+    conn.disconnect().await.unwrap();
+    count.unwrap()
+}
+
+#[test]
+fn sixteen_assigners_started_at_once_get_distinct_ids() {
+    let bits = BitsAllocator::default();
+    let url = mysql_url();
+    let start = Barrier::new(16);
+    let ids: Vec<u64> = thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                s.spawn(|| {
+                    let assigner = MySqlWorkerIdAssigner::new(&url).unwrap().create_table(true);
+                    start.wait();
+                    assigner.assign_worker_id(&bits).unwrap().worker_id
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let distinct: HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), 16, "{ids:?}");
+}
+
+#[test]
+fn eight_processes_started_at_once_print_800k_distinct_ids() {
+    let url = mysql_url();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_uidgen"))
+                .args([
+                    "next",
+                    "-n",
+                    "100000",
+                    "--mysql-url",
+                    &url,
+                    "--create-table",
+                ])
+                .env_remove("UIDGEN_WORKER_DB")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let bits = BitsAllocator::default();
+    let mut all = HashSet::new();
+    let mut workers = HashMap::new();
+    for child in children {
+        let ids = printed_ids(&child.wait_with_output().unwrap());
+        assert_eq!(ids.len(), 100_000);
+        let worker = bits.parse(ids[0]).unwrap().worker_id;
+        assert!(ids
+            .iter()
+            .all(|&id| bits.parse(id).unwrap().worker_id == worker));
+        assert_eq!(
+            workers.insert(worker, ()),
+            None,
+            "two processes got worker {worker}"
+        );
+        all.extend(ids);
+    }
+    assert_eq!(all.len(), 800_000);
+}
+
+#[tokio::test]
+async fn an_auto_increment_past_max_worker_id_is_an_overflow_error_and_the_row_stays() {
+    let table = own_table("OVERFLOW");
+    let snowflake = Preset::Snowflake.builder().build().unwrap(); // max_worker_id 1023
+    let assigner = MySqlWorkerIdAssigner::new(&mysql_url())
+        .unwrap()
+        .table(&table)
+        .unwrap()
+        .create_table(true);
+    assert!(assigner.assign(&snowflake).await.unwrap().worker_id < 1023);
+    sql(format!("ALTER TABLE {table} AUTO_INCREMENT = 1024")).await;
+    let err = assigner.assign(&snowflake).await.unwrap_err();
+    let rows = count_rows(&table).await;
+    sql(format!("DROP TABLE {table}")).await;
+    assert_eq!(
+        rows, 2,
+        "the overflowing launch's row stays: IDs are never reused"
+    );
+    assert_overflow(&err, 1024, 1023);
+}
+
+#[tokio::test]
+async fn the_async_and_blocking_apis_both_work_inside_a_runtime() {
+    let assigner = MySqlWorkerIdAssigner::new(&mysql_url())
+        .unwrap()
+        .create_table(true);
+    let bits = BitsAllocator::default();
+    let a = assigner.assign(&bits).await.unwrap().worker_id;
+    // The blocking wrapper must not panic inside a runtime (it runs its own elsewhere).
+    let b = assigner.assign_worker_id(&bits).unwrap().worker_id;
+    assert!(b > a, "IDs increase and are never reused: {a} then {b}");
+}
+
+#[test]
+fn a_missing_table_says_to_run_schema_sql_or_create_it() {
+    let err = MySqlWorkerIdAssigner::new(&mysql_url())
+        .unwrap()
+        .table(&own_table("MISSING"))
+        .unwrap()
+        .assign_worker_id(&BitsAllocator::default())
+        .unwrap_err();
+    assert!(matches!(err, WorkerIdError::MissingTable { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("schema.sql") && message.contains("--create-table"),
+        "{message}"
+    );
+}
+
+#[test]
+fn wrong_credentials_say_so() {
+    let url = mysql_url().replacen("://root@", "://uidgen_no_such_user:wrong@", 1);
+    let err = MySqlWorkerIdAssigner::new(&url)
+        .unwrap()
+        .assign_worker_id(&BitsAllocator::default())
+        .unwrap_err();
+    assert!(matches!(err, WorkerIdError::AccessDenied { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("wrong user name or password"), "{message}");
+    assert!(!message.contains(":wrong@"), "password leaked: {message}");
+}
+
+#[test]
+fn a_port_with_nothing_behind_it_is_a_prompt_error_naming_host_and_port() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }; // closed again: connections are refused
+    let start = Instant::now();
+    let err = MySqlWorkerIdAssigner::new(&format!("mysql://root@127.0.0.1:{port}/test"))
+        .unwrap()
+        .assign_worker_id(&BitsAllocator::default())
+        .unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(matches!(err, WorkerIdError::Unreachable { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_times_out_within_the_bound() {
+    // The kernel completes the TCP handshake from the backlog; nothing ever speaks MySQL.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let start = Instant::now();
+    let err = MySqlWorkerIdAssigner::new(&format!("mysql://root@127.0.0.1:{port}/test"))
+        .unwrap()
+        .timeout(Duration::from_millis(300))
+        .assign_worker_id(&BitsAllocator::default())
+        .unwrap_err();
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
+    assert!(message.contains("no answer within 300ms"), "{message}");
+    drop(silent);
+}
+
+#[test]
+fn a_malformed_url_is_named_in_the_error() {
+    for url in [
+        "mysql//root@localhost/test",
+        "postgres://root@localhost/test",
+        "not a url",
+    ] {
+        let err = MySqlWorkerIdAssigner::new(url).unwrap_err();
+        assert!(
+            matches!(err, WorkerIdError::InvalidUrl { .. }),
+            "{url}: {err}"
+        );
+        assert!(err.to_string().contains(&format!("{url:?}")), "{err}");
+    }
+    let err = MySqlWorkerIdAssigner::new(&mysql_url())
+        .unwrap()
+        .table("WORKER_NODE; DROP TABLE x")
+        .unwrap_err();
+    assert!(matches!(err, WorkerIdError::InvalidTableName(_)), "{err}");
+}
