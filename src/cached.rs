@@ -68,6 +68,12 @@ pub struct CachedStats {
     pub rejected_puts: u64,
     /// IDs dropped unissued because their tick passed while they waited in the ring.
     pub discarded_stale: u64,
+    /// Times the padder found the clock behind its previous reading. It reads the clock
+    /// once per tick batch, so a rollback shorter than that can go unseen (and cannot
+    /// matter: the next tick is always after the last one used).
+    pub clock_rollbacks: u64,
+    /// Whether the near-the-end-of-layout warning has been logged.
+    pub warned_near_end: bool,
 }
 
 /// Settings for a [`CachedUidGenerator`].
@@ -78,6 +84,7 @@ pub struct CachedUidGeneratorBuilder {
     thread_batch: usize,
     schedule_interval: Option<Duration>,
     resync_interval: Option<Duration>,
+    max_time_ahead: Option<Duration>,
     take_policy: TakeRejectPolicy,
     on_rejected_put: Option<PutRejectHandler>,
 }
@@ -123,6 +130,18 @@ impl CachedUidGeneratorBuilder {
         self
     }
 
+    /// Cap on borrowed time (default: none): the padder does not start a tick further
+    /// ahead of the wall clock than this; it waits for the clock instead, and takes that
+    /// find the ring empty meanwhile follow the take policy. Throughput is then at most
+    /// `max_sequence + 1` IDs per tick once the cap is reached.
+    ///
+    /// Use it where IDs' timestamps must stay near real time, or where a worker ID may
+    /// be reused after a restart (the cap bounds how long the restart must wait).
+    pub fn max_time_ahead(mut self, cap: Duration) -> Self {
+        self.max_time_ahead = Some(cap);
+        self
+    }
+
     /// What a take does when the ring is empty (default: wait up to 1 s, then
     /// [`UidError::BufferExhausted`]).
     pub fn take_reject_policy(mut self, policy: TakeRejectPolicy) -> Self {
@@ -147,6 +166,7 @@ impl CachedUidGeneratorBuilder {
             bits,
             worker_id,
             clock,
+            warn_before_end,
         } = self.base;
         let max_boost = MAX_CAPACITY
             .trailing_zeros()
@@ -194,7 +214,9 @@ impl CachedUidGeneratorBuilder {
         let shared = Arc::new(Shared::default());
         let mut padder = Padder {
             producer,
-            source: TickSource::new(bits, worker_id, clock.clone()),
+            source: TickSource::new(bits, worker_id, clock.clone())
+                .max_ahead(self.max_time_ahead)
+                .warn_before_end(warn_before_end),
             shared: shared.clone(),
             on_rejected_put: self.on_rejected_put,
         };
@@ -202,6 +224,8 @@ impl CachedUidGeneratorBuilder {
 
         let tick = Duration::from_millis(bits.unit().millis());
         let schedule = Schedule {
+            // While capped, look at the clock this often for the next tick.
+            capped_retry: (tick / 10).clamp(Duration::from_millis(1), Duration::from_millis(10)),
             pad_every: self.schedule_interval,
             resync_every: self.resync_interval.unwrap_or_else(|| {
                 (tick / 2).clamp(Duration::from_millis(50), Duration::from_millis(500))
@@ -241,6 +265,7 @@ impl CachedUidGenerator {
             thread_batch: 32,
             schedule_interval: None,
             resync_interval: None,
+            max_time_ahead: None,
             take_policy: TakeRejectPolicy::default(),
             on_rejected_put: None,
         }
@@ -310,7 +335,8 @@ impl CachedUidGenerator {
     /// borrows future ticks and this grows: IDs then carry timestamps later than the time
     /// they were made. A generator restarted with the **same** worker ID within this
     /// window could repeat IDs; one worker ID per launch (as UidGenerator assigns them)
-    /// rules that out. When load drops, the clock catches up.
+    /// rules that out. When load drops, the clock catches up. Cap it with
+    /// [`max_time_ahead`](CachedUidGeneratorBuilder::max_time_ahead).
     pub fn time_ahead(&self) -> Duration {
         let padded = self.shared.padded_tick.load(Ordering::Relaxed);
         let now = self.bits.tick_at(self.clock.now_millis()).unwrap_or(0);
@@ -327,6 +353,8 @@ impl CachedUidGenerator {
             rejected_takes: shared.rejected_takes.load(Ordering::Relaxed),
             rejected_puts: shared.rejected_puts.load(Ordering::Relaxed),
             discarded_stale: shared.discarded.load(Ordering::Relaxed),
+            clock_rollbacks: shared.clock_rollbacks.load(Ordering::Relaxed),
+            warned_near_end: shared.warned_near_end.load(Ordering::Relaxed),
         }
     }
 

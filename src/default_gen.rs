@@ -2,9 +2,12 @@
 
 use crate::bits::BitsAllocator;
 use crate::clock::Clock;
+use crate::end_warning::EndWarning;
 use crate::error::{ConfigError, UidError};
 use crate::generator::{base_builder_methods, GeneratorBase, UidGenerator};
-use crate::sync::{self, Mutex};
+use crate::rollback::RollbackStrategy;
+use crate::sync::{self, AtomicU64, Mutex, Ordering};
+use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
@@ -12,18 +15,23 @@ use std::time::Duration;
 /// number that restarts every tick.
 ///
 /// When a tick's sequence is used up, callers sleep (outside the lock) until the clock
-/// reaches the next tick. When the clock goes backwards it returns
-/// [`UidError::ClockMovedBackwards`] saying by how much; when the layout's time bits are
-/// used up, [`UidError::TimeExhausted`]. It never returns a repeated, wrapped or negative ID.
+/// reaches the next tick. When the clock goes backwards, its [`RollbackStrategy`] decides
+/// (default: [`UidError::ClockMovedBackwards`] saying by how much). When the layout's
+/// time bits are used up, [`UidError::TimeExhausted`]. It never returns a repeated,
+/// wrapped or negative ID.
 ///
 /// Throughput is capped at `max_sequence + 1` IDs per tick; for IDs at memory speed use
 /// [`CachedUidGenerator`](crate::CachedUidGenerator).
 ///
 /// ```
-/// use uidgen::{BitsAllocator, DefaultUidGenerator, Preset, UidGenerator};
+/// use std::time::Duration;
+/// use uidgen::{DefaultUidGenerator, Preset, RollbackStrategy, UidGenerator};
 ///
-/// let bits = Preset::Snowflake.builder().build()?;
-/// let gen = DefaultUidGenerator::new(bits, 7)?;
+/// let gen = DefaultUidGenerator::builder()
+///     .allocator(Preset::Snowflake.builder().build()?)
+///     .worker_id(7)
+///     .rollback_strategy(RollbackStrategy::Wait { max: Duration::from_millis(5) })
+///     .build()?;
 /// let (a, b) = (gen.next_uid()?, gen.next_uid()?);
 /// assert!(b > a);
 /// assert_eq!(gen.parse_uid(b)?.worker_id, 7);
@@ -31,19 +39,31 @@ use std::time::Duration;
 /// ```
 pub struct DefaultUidGenerator {
     bits: BitsAllocator,
+    /// The worker ID given at build; [`TickState::worker_id`] may move on to spares.
     worker_id: u64,
     clock: std::sync::Arc<dyn Clock>,
+    strategy: RollbackStrategy,
+    end_warning: EndWarning,
+    /// Rollback episodes seen (a rollback that lasts many calls counts once).
+    rollbacks: AtomicU64,
     state: Mutex<TickState>,
 }
 
 #[derive(Debug, Default)]
 struct TickState {
-    /// The tick of the last ID handed out; `None` before the first.
+    /// The tick of the last ID handed out; `None` before the first (and after a switch
+    /// to a spare worker).
     last_tick: Option<u64>,
     /// The sequence number of the last ID handed out in `last_tick`.
     sequence: u64,
     /// The latest clock reading seen, to say how far a rollback went.
     latest_millis: u64,
+    /// The worker ID in use.
+    worker_id: u64,
+    /// Spare worker IDs not yet used (`SpareWorker`).
+    spares: VecDeque<u64>,
+    /// The clock is behind `last_tick` now: the current rollback is already counted.
+    in_rollback: bool,
 }
 
 /// What `next_uid` decided under the lock.
@@ -55,33 +75,58 @@ enum Step {
 /// Settings for a [`DefaultUidGenerator`].
 pub struct DefaultUidGeneratorBuilder {
     base: GeneratorBase,
+    strategy: RollbackStrategy,
 }
 
 impl DefaultUidGeneratorBuilder {
     base_builder_methods!();
 
-    /// Checks the worker ID against the layout and the layout against the clock.
+    /// What to do when the clock goes backwards (default: [`RollbackStrategy::Fail`]).
+    pub fn rollback_strategy(mut self, strategy: RollbackStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Checks the worker IDs (and spares) against the layout and the layout against the
+    /// clock.
     pub fn build(self) -> Result<DefaultUidGenerator, ConfigError> {
         self.base.check()?;
         let GeneratorBase {
             bits,
             worker_id,
             clock,
+            warn_before_end,
         } = self.base;
+        let spares: VecDeque<u64> = match &self.strategy {
+            RollbackStrategy::SpareWorker { spares } => spares.iter().copied().collect(),
+            _ => VecDeque::new(),
+        };
+        for &spare in &spares {
+            bits.check_worker_id(spare)?;
+        }
         Ok(DefaultUidGenerator {
+            end_warning: EndWarning::new(&bits, warn_before_end),
             bits,
             worker_id,
             clock,
-            state: Mutex::new(TickState::default()),
+            strategy: self.strategy,
+            rollbacks: AtomicU64::new(0),
+            state: Mutex::new(TickState {
+                worker_id,
+                spares,
+                ..TickState::default()
+            }),
         })
     }
 }
 
 impl DefaultUidGenerator {
-    /// A builder with the default layout, worker 0 and the system clock.
+    /// A builder with the default layout, worker 0, the system clock and
+    /// [`RollbackStrategy::Fail`].
     pub fn builder() -> DefaultUidGeneratorBuilder {
         DefaultUidGeneratorBuilder {
             base: GeneratorBase::default(),
+            strategy: RollbackStrategy::default(),
         }
     }
 
@@ -90,42 +135,116 @@ impl DefaultUidGenerator {
         Self::builder().allocator(bits).worker_id(worker_id).build()
     }
 
+    /// How many times the clock was seen going backwards (each episode once).
+    pub fn rollbacks(&self) -> u64 {
+        self.rollbacks.load(Ordering::Relaxed)
+    }
+
+    /// The worker ID in use now: the one given at build, or a spare after a switch.
+    pub fn current_worker_id(&self) -> u64 {
+        sync::lock(&self.state).worker_id
+    }
+
+    /// Whether the near-the-end warning has been logged.
+    pub fn warned_near_end(&self) -> bool {
+        self.end_warning.has_warned()
+    }
+
     fn step(&self) -> Result<Step, UidError> {
         // The clock is read under the lock: read outside, a thread could hold an older
         // reading than the tick another thread already used, and see a false rollback.
         let mut state = sync::lock(&self.state);
         let now_millis = self.clock.now_millis();
-        let tick = self.bits.tick_at(now_millis)?;
+        let wall_tick = match (self.bits.tick_at(now_millis), &self.strategy) {
+            // Before the epoch: a logical clock can still go on from its last tick.
+            (Err(_), RollbackStrategy::Continue) if state.last_tick.is_some() => 0,
+            (tick, _) => tick?,
+        };
         state.latest_millis = state.latest_millis.max(now_millis);
+        let mut tick = wall_tick;
         match state.last_tick {
-            Some(last) if tick < last => Err(UidError::ClockMovedBackwards {
-                by: Duration::from_millis(state.latest_millis - now_millis),
-            }),
+            Some(last) if wall_tick < last => {
+                let by = Duration::from_millis(state.latest_millis - now_millis);
+                self.note_rollback(&mut state, by);
+                match &self.strategy {
+                    RollbackStrategy::Fail => return Err(UidError::ClockMovedBackwards { by }),
+                    RollbackStrategy::Wait { max } if by > *max => {
+                        return Err(UidError::ClockMovedBackwards { by })
+                    }
+                    RollbackStrategy::Wait { .. } => {
+                        return Ok(Step::WaitUntil {
+                            until_millis: self.bits.tick_start_millis(last),
+                            now_millis,
+                        })
+                    }
+                    RollbackStrategy::Continue => tick = last,
+                    RollbackStrategy::SpareWorker { .. } => {
+                        let Some(spare) = state.spares.pop_front() else {
+                            return Err(UidError::ClockMovedBackwards { by });
+                        };
+                        tracing::warn!(
+                            from = state.worker_id,
+                            to = spare,
+                            "uidgen switched to a spare worker ID after a clock rollback"
+                        );
+                        // A worker ID never used before: any tick is new for it.
+                        state.worker_id = spare;
+                        state.last_tick = None;
+                        state.in_rollback = false;
+                    }
+                }
+            }
+            _ => state.in_rollback = false,
+        }
+        match state.last_tick {
             Some(last) if tick == last => {
                 if state.sequence < self.bits.max_sequence() {
                     state.sequence += 1;
-                    Ok(Step::Issue(self.bits.pack(
+                    return Ok(Step::Issue(self.bits.pack(
                         tick,
-                        self.worker_id,
+                        state.worker_id,
                         state.sequence,
-                    )))
-                } else if last >= self.bits.max_delta() {
-                    Err(self.bits.time_exhausted())
-                } else {
-                    Ok(Step::WaitUntil {
-                        until_millis: self.bits.tick_start_millis(last + 1),
-                        now_millis,
-                    })
+                    )));
                 }
+                if last >= self.bits.max_delta() {
+                    return Err(self.bits.time_exhausted());
+                }
+                if tick > wall_tick {
+                    // `Continue` on a logical clock: never wait for a clock that is behind.
+                    return Ok(Step::Issue(self.start_tick(&mut state, last + 1)));
+                }
+                Ok(Step::WaitUntil {
+                    until_millis: self.bits.tick_start_millis(last + 1),
+                    now_millis,
+                })
             }
             _ => {
                 if tick > self.bits.max_delta() {
                     return Err(self.bits.time_exhausted());
                 }
-                state.last_tick = Some(tick);
-                state.sequence = 0;
-                Ok(Step::Issue(self.bits.pack(tick, self.worker_id, 0)))
+                Ok(Step::Issue(self.start_tick(&mut state, tick)))
             }
+        }
+    }
+
+    /// Makes the first ID of `tick`.
+    fn start_tick(&self, state: &mut TickState, tick: u64) -> u64 {
+        self.end_warning.observe(tick, &self.bits);
+        state.last_tick = Some(tick);
+        state.sequence = 0;
+        self.bits.pack(tick, state.worker_id, 0)
+    }
+
+    /// Counts and logs a rollback once per episode.
+    fn note_rollback(&self, state: &mut TickState, by: Duration) {
+        if !state.in_rollback {
+            state.in_rollback = true;
+            self.rollbacks.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                ?by,
+                strategy = self.strategy.name(),
+                "uidgen saw the clock move backwards"
+            );
         }
     }
 }
@@ -168,6 +287,7 @@ impl fmt::Debug for DefaultUidGenerator {
         f.debug_struct("DefaultUidGenerator")
             .field("bits", &self.bits)
             .field("worker_id", &self.worker_id)
+            .field("strategy", &self.strategy)
             .finish_non_exhaustive()
     }
 }

@@ -29,6 +29,7 @@ pub(crate) struct GeneratorBase {
     pub(crate) bits: BitsAllocator,
     pub(crate) worker_id: u64,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) warn_before_end: std::time::Duration,
 }
 
 impl Default for GeneratorBase {
@@ -37,6 +38,7 @@ impl Default for GeneratorBase {
             bits: BitsAllocator::default(),
             worker_id: 0,
             clock: Arc::new(SystemClock),
+            warn_before_end: crate::end_warning::DEFAULT_WARN_BEFORE_END,
         }
     }
 }
@@ -67,6 +69,13 @@ macro_rules! base_builder_methods {
         /// The clock (default: the system clock).
         pub fn clock(mut self, clock: impl $crate::Clock) -> Self {
             self.base.clock = std::sync::Arc::new(clock);
+            self
+        }
+
+        /// Log a `tracing` warning, once, when IDs start coming from the last `before`
+        /// of the layout's time (default: one day).
+        pub fn warn_before_end(mut self, before: std::time::Duration) -> Self {
+            self.base.warn_before_end = before;
             self
         }
     };

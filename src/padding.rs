@@ -9,6 +9,7 @@
 
 use crate::bits::BitsAllocator;
 use crate::clock::Clock;
+use crate::end_warning::{EndWarning, DEFAULT_WARN_BEFORE_END};
 use crate::reject::{PutRejectHandler, RejectedPut};
 use crate::ring::{PutRejected, RingProducer};
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
@@ -43,6 +44,10 @@ pub(crate) struct Shared {
     pub(crate) rounds: AtomicU64,
     /// IDs dropped unissued because their tick had passed (see resync).
     pub(crate) discarded: AtomicU64,
+    /// Times the padder found the clock behind its previous reading.
+    pub(crate) clock_rollbacks: AtomicU64,
+    /// The near-the-end warning has been logged.
+    pub(crate) warned_near_end: AtomicBool,
 }
 
 /// Makes IDs tick by tick; the padder's side of borrowed time.
@@ -59,6 +64,13 @@ pub(crate) struct TickSource {
     tick: Option<u64>,
     /// The layout's last tick has been used up.
     exhausted: bool,
+    /// Cap on how far a new tick may be ahead of the clock, in ticks.
+    max_ahead: Option<u64>,
+    /// The last tick check stopped at the cap: the padder retries on a timer.
+    capped: bool,
+    /// The latest clock reading, to notice rollbacks.
+    latest_millis: u64,
+    end_warning: EndWarning,
 }
 
 impl TickSource {
@@ -75,13 +87,46 @@ impl TickSource {
             next_seq: bits.max_sequence() + 1,
             tick: None,
             exhausted: false,
+            max_ahead: None,
+            capped: false,
+            latest_millis: 0,
+            end_warning: EndWarning::new(&bits, DEFAULT_WARN_BEFORE_END),
         }
+    }
+
+    /// Caps borrowed time (`None`: no cap).
+    pub(crate) fn max_ahead(mut self, cap: Option<Duration>) -> Self {
+        self.max_ahead = cap.map(|cap| {
+            u64::try_from(cap.as_millis() / u128::from(self.bits.unit().millis()))
+                .unwrap_or(u64::MAX)
+        });
+        self
+    }
+
+    /// When to warn that the layout's end is near.
+    pub(crate) fn warn_before_end(mut self, before: Duration) -> Self {
+        self.end_warning = EndWarning::new(&self.bits, before);
+        self
     }
 
     /// The tick the clock reads now; 0 if it reads before the epoch (the next tick is
     /// then `last + 1`, so a clock set far back still cannot repeat an ID).
     fn now_tick(&self) -> u64 {
         self.bits.tick_at(self.clock.now_millis()).unwrap_or(0)
+    }
+
+    /// [`now_tick`](Self::now_tick), noting a clock that went backwards since last read.
+    fn observe_now_tick(&mut self, shared: &Shared) -> u64 {
+        let now_millis = self.clock.now_millis();
+        if now_millis < self.latest_millis {
+            shared.clock_rollbacks.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                by_ms = self.latest_millis - now_millis,
+                "uidgen padder saw the clock move backwards; ticks go on from the last one used"
+            );
+        }
+        self.latest_millis = self.latest_millis.max(now_millis);
+        self.bits.tick_at(now_millis).unwrap_or(0)
     }
 
     /// Makes sure the current tick has a sequence number left, starting the next tick
@@ -94,11 +139,18 @@ impl TickSource {
             return false;
         }
         // Read once per tick, not per ID.
-        let now = self.now_tick();
+        let now = self.observe_now_tick(shared);
         let next = self.tick.map_or(now, |last| now.max(last + 1));
         if next > self.bits.max_delta() {
             self.exhausted = true;
             return false;
+        }
+        self.capped = self.max_ahead.is_some_and(|cap| next - now > cap);
+        if self.capped {
+            return false;
+        }
+        if self.end_warning.observe_and_report(next, &self.bits) {
+            shared.warned_near_end.store(true, Ordering::Relaxed);
         }
         self.tick = Some(next);
         self.base = self.bits.pack(next, self.worker_id, 0);
@@ -135,6 +187,8 @@ pub(crate) struct Padder {
 
 /// When the padding thread wakes by itself.
 pub(crate) struct Schedule {
+    /// While the time-ahead cap holds padding back, look at the clock this often.
+    pub(crate) capped_retry: Duration,
     /// Pad every this often, as well as on demand.
     pub(crate) pad_every: Option<Duration>,
     /// Drop IDs whose tick has passed, and refill, every this often.
@@ -209,7 +263,10 @@ impl Padder {
         let mut next_resync = start + schedule.resync_every;
         let mut next_pad = schedule.pad_every.map(|every| start + every);
         loop {
-            let deadline = next_pad.map_or(next_resync, |pad| pad.min(next_resync));
+            let mut deadline = next_pad.map_or(next_resync, |pad| pad.min(next_resync));
+            if self.source.capped {
+                deadline = deadline.min(Instant::now() + schedule.capped_retry);
+            }
             let woken = match wake.recv_deadline(deadline) {
                 Ok(()) => true,
                 Err(RecvTimeoutError::Timeout) => false,
@@ -227,7 +284,7 @@ impl Padder {
             if scheduled {
                 next_pad = schedule.pad_every.map(|every| now + every);
             }
-            if woken || resync || scheduled {
+            if woken || resync || scheduled || self.source.capped {
                 if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(|| self.round(resync))) {
                     let message = panic
                         .downcast_ref::<&str>()
