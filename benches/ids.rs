@@ -1,0 +1,225 @@
+//! uidgen against its peers and two baselines, on 1, 2 and 4 threads.
+//!
+//! Every benchmark measures IDs per second (`Throughput::Elements`); multi-thread runs use
+//! `iter_custom` with a barrier, so thread start-up is not timed. `scripts/bench` turns
+//! criterion's estimates into `results/README.md` and `results/throughput.svg`.
+//!
+//! Group `threads`: one ID per call, `function/threads`. Group `batch`: `next_uids` and
+//! the baseline claiming a batch with one `fetch_add`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+use uidgen::{
+    BitsAllocator, CachedUidGenerator, DefaultUidGenerator, Preset, TakeRejectPolicy, UidGenerator,
+};
+
+/// Runs `iters` calls of `f` split over `threads` threads; times from the moment all
+/// threads are ready until the last finishes.
+fn timed_on_threads(threads: usize, iters: u64, f: &(dyn Fn() + Sync)) -> Duration {
+    let per_thread = iters.div_ceil(threads as u64);
+    let ready = Barrier::new(threads + 1);
+    thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    ready.wait();
+                    for _ in 0..per_thread {
+                        f();
+                    }
+                })
+            })
+            .collect();
+        ready.wait();
+        let start = Instant::now();
+        for w in workers {
+            w.join().unwrap();
+        }
+        // Scale to the calls asked for: rounding up gave each thread a few extra.
+        start
+            .elapsed()
+            .mul_f64(iters as f64 / (per_thread * threads as u64) as f64)
+    })
+}
+
+/// A generator to benchmark: its name, the thread counts to run it on, and one call.
+struct Contender {
+    name: &'static str,
+    threads: &'static [usize],
+    call: Box<dyn Fn() + Sync>,
+}
+
+const ONE_TWO_FOUR: &[usize] = &[1, 2, 4];
+
+fn contenders() -> Vec<Contender> {
+    // Effectively unbounded waits: a benchmark must measure waiting, not fail on it.
+    let patient = || TakeRejectPolicy::wait(Duration::from_secs(3600));
+    let cached = CachedUidGenerator::builder()
+        .worker_id(1)
+        .take_reject_policy(patient())
+        .build()
+        .unwrap();
+    let default_s = DefaultUidGenerator::new(BitsAllocator::default(), 2).unwrap();
+    let default_ms =
+        DefaultUidGenerator::new(Preset::Snowflake.builder().build().unwrap(), 3).unwrap();
+    let fetch_add = AtomicU64::new(0);
+    let snowflaked = snowflaked::sync::Generator::new(4);
+    let ferroid: ferroid::generator::AtomicSnowflakeGenerator<ferroid::id::SnowflakeTwitterId, _> =
+        ferroid::generator::AtomicSnowflakeGenerator::new(
+            5,
+            ferroid::time::MonotonicClock::default(),
+        );
+    let rs_snowflake = Mutex::new(snowflake::SnowflakeIdGenerator::new(1, 6));
+    let rs_snowflake_bucket = Mutex::new(snowflake::SnowflakeIdBucket::new(1, 7));
+    vec![
+        Contender {
+            name: "uidgen-cached",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(cached.next_uid().unwrap());
+            }),
+        },
+        Contender {
+            name: "uidgen-default-s",
+            threads: &[1, 2],
+            call: Box::new(move || {
+                black_box(default_s.next_uid().unwrap());
+            }),
+        },
+        Contender {
+            name: "uidgen-default-ms",
+            threads: &[1, 2],
+            call: Box::new(move || {
+                black_box(default_ms.next_uid().unwrap());
+            }),
+        },
+        Contender {
+            name: "baseline-fetch_add",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(fetch_add.fetch_add(1, Ordering::Relaxed));
+            }),
+        },
+        Contender {
+            name: "uuid-v4",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(|| {
+                black_box(uuid::Uuid::new_v4());
+            }),
+        },
+        Contender {
+            name: "uuid-v7",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(|| {
+                black_box(uuid::Uuid::now_v7());
+            }),
+        },
+        Contender {
+            name: "ulid",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(|| {
+                black_box(ulid::Ulid::generate());
+            }),
+        },
+        Contender {
+            name: "snowflaked-sync",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(snowflaked.generate::<u64>());
+            }),
+        },
+        Contender {
+            name: "ferroid-atomic",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(ferroid.next_id(|_| std::thread::yield_now()));
+            }),
+        },
+        Contender {
+            name: "rs-snowflake",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(rs_snowflake.lock().unwrap().generate());
+            }),
+        },
+        Contender {
+            name: "rs-snowflake-bucket",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(rs_snowflake_bucket.lock().unwrap().get_id());
+            }),
+        },
+    ]
+}
+
+fn threads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("threads");
+    group.throughput(Throughput::Elements(1));
+    for contender in contenders() {
+        for &n in contender.threads {
+            let call = &*contender.call;
+            group.bench_function(BenchmarkId::new(contender.name, n), |b| {
+                if n == 1 {
+                    b.iter(call);
+                } else {
+                    b.iter_custom(|iters| timed_on_threads(n, iters, call));
+                }
+            });
+        }
+    }
+    // A plain counter: the cost of the loop itself.
+    let mut counter = 0u64;
+    group.bench_function(BenchmarkId::new("baseline-plain-counter", 1), |b| {
+        b.iter(|| {
+            counter += 1;
+            black_box(counter)
+        })
+    });
+    group.finish();
+}
+
+fn batch(c: &mut Criterion) {
+    let cached = CachedUidGenerator::builder()
+        .worker_id(8)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(3600)))
+        .build()
+        .unwrap();
+    let fetch_add = AtomicU64::new(0);
+    let mut group = c.benchmark_group("batch");
+    for size in [64usize, 1024] {
+        group.throughput(Throughput::Elements(size as u64));
+        let mut out = vec![0u64; size];
+        group.bench_function(BenchmarkId::new("uidgen-next_uids", size), |b| {
+            b.iter(|| {
+                // One call may return fewer than asked (a ring wrap); fill the batch.
+                let mut filled = 0;
+                while filled < size {
+                    filled += cached.next_uids(&mut out[filled..]).unwrap();
+                }
+                black_box(&out);
+            })
+        });
+        group.bench_function(BenchmarkId::new("baseline-fetch_add", size), |b| {
+            b.iter(|| black_box(fetch_add.fetch_add(size as u64, Ordering::Relaxed)))
+        });
+    }
+    group.finish();
+}
+
+fn config() -> Criterion {
+    // Short runs: the whole suite (about 40 benchmarks) must stay well under 15 minutes.
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = threads, batch
+}
+criterion_main!(benches);

@@ -1,0 +1,338 @@
+//! Turns criterion's estimates and `uidgen bench --json` reports into `results/README.md`
+//! and `results/throughput.svg`. `scripts/bench` runs it; by hand:
+//! `cargo run --release --example bench_report -- REPORT.json...`
+//! (machine details come from the environment variables `scripts/bench` sets).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One criterion benchmark in IDs per second: at its median, the 95% interval of the
+/// median, and at its mean (which, unlike the median, includes rare long stalls such as
+/// a clock-bound generator waiting for the next tick).
+#[derive(Debug, Clone)]
+struct Measured {
+    median: f64,
+    low: f64,
+    high: f64,
+    mean: f64,
+}
+
+type Group = BTreeMap<String, BTreeMap<u64, Measured>>;
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// `target/criterion/<group>/<function>/<param>/new/*.json` for one group.
+fn load_group(root: &Path, group: &str) -> Group {
+    let mut out = Group::new();
+    let Ok(functions) = std::fs::read_dir(root.join(group)) else {
+        return out;
+    };
+    for function in functions.flatten() {
+        let Ok(params) = std::fs::read_dir(function.path()) else {
+            continue;
+        };
+        for param in params.flatten() {
+            let new = param.path().join("new");
+            let (Some(bench), Some(est)) = (
+                read_json(&new.join("benchmark.json")),
+                read_json(&new.join("estimates.json")),
+            ) else {
+                continue;
+            };
+            let elements = bench["throughput"]["Elements"].as_f64().unwrap_or(1.0);
+            let median = &est["median"];
+            let per_sec = |ns: f64| elements * 1e9 / ns;
+            let (Some(point), Some(lower), Some(upper), Some(mean)) = (
+                median["point_estimate"].as_f64(),
+                median["confidence_interval"]["lower_bound"].as_f64(),
+                median["confidence_interval"]["upper_bound"].as_f64(),
+                est["mean"]["point_estimate"].as_f64(),
+            ) else {
+                continue;
+            };
+            let name = bench["function_id"].as_str().unwrap_or("?").to_owned();
+            let Some(param) = bench["value_str"].as_str().and_then(|v| v.parse().ok()) else {
+                continue;
+            };
+            out.entry(name).or_default().insert(
+                param,
+                Measured {
+                    median: per_sec(point),
+                    low: per_sec(upper),
+                    high: per_sec(lower),
+                    mean: per_sec(mean),
+                },
+            );
+        }
+    }
+    out
+}
+
+fn is_peer(name: &str) -> bool {
+    !name.starts_with("uidgen") && !name.starts_with("baseline")
+}
+
+fn m(v: f64) -> String {
+    if v >= 100e6 {
+        format!("{:.0}M", v / 1e6)
+    } else if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}K", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn best_peer(group: &Group, param: u64) -> Option<(&str, f64)> {
+    group
+        .iter()
+        .filter(|(name, _)| is_peer(name))
+        .filter_map(|(name, by)| by.get(&param).map(|r| (name.as_str(), r.median)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+fn table(group: &Group, params: &[u64], param_name: &str, baseline: &str) -> String {
+    let mut t = format!("| generator | {param_name} | IDs/s (median) | 95% interval | mean | vs `{baseline}` | vs best peer |\n|---|---|---|---|---|---|---|\n");
+    for (name, by) in group {
+        for p in params {
+            let Some(r) = by.get(p) else { continue };
+            let vs_base = group
+                .get(baseline)
+                .and_then(|b| b.get(p))
+                .map_or("".into(), |b| format!("{:.2}×", r.median / b.median));
+            let vs_peer = best_peer(group, *p).map_or("".into(), |(peer, v)| {
+                format!("{:.2}× ({peer})", r.median / v)
+            });
+            // A mean far below the median: rare long stalls the median does not show.
+            let stalls = if r.mean < 0.5 * r.median {
+                " ⚠ stalls"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                t,
+                "| {name} | {p} | {} | {}–{} | {}{stalls} | {vs_base} | {vs_peer} |",
+                m(r.median),
+                m(r.low),
+                m(r.high),
+                m(r.mean)
+            );
+        }
+    }
+    t
+}
+
+/// Mean IDs/s against threads, one line per generator, log scale. The mean, not the
+/// median: a clock-bound generator's waits for the next tick show only in the mean.
+fn svg(group: &Group) -> String {
+    let (w, h, left, right, top, bottom) = (760.0, 460.0, 70.0, 210.0, 30.0, 50.0);
+    let xs = [1u64, 2, 4];
+    let values: Vec<f64> = group
+        .values()
+        .flat_map(|b| b.values().map(|r| r.mean))
+        .collect();
+    let (lo, hi) = (
+        values
+            .iter()
+            .copied()
+            .fold(f64::MAX, f64::min)
+            .max(1.0)
+            .log10()
+            .floor(),
+        values.iter().copied().fold(1.0, f64::max).log10().ceil(),
+    );
+    let x = |t: u64| {
+        left + (w - left - right) * xs.iter().position(|&v| v == t).unwrap_or(0) as f64 / 2.0
+    };
+    let y =
+        |v: f64| top + (h - top - bottom) * (1.0 - (v.max(1.0).log10() - lo) / (hi - lo).max(1.0));
+    let colors = [
+        "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+        "#17becf", "#ff7f0e", "#393b79", "#637939",
+    ];
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"14\">IDs per second against threads (log scale; mean over criterion's samples)</text>\n"
+    );
+    for e in (lo as i32)..=(hi as i32) {
+        let yy = y(10f64.powi(e));
+        let _ = writeln!(s, "<line x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", w - right, left - 6.0, yy + 4.0, m(10f64.powi(e)));
+    }
+    for t in xs {
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{t} thread{}</text>",
+            x(t),
+            h - bottom + 20.0,
+            if t == 1 { "" } else { "s" }
+        );
+    }
+    for (i, (name, by)) in group.iter().filter(|(_, by)| by.len() > 1).enumerate() {
+        let color = colors[i % colors.len()];
+        let points: Vec<String> = by
+            .iter()
+            .map(|(t, r)| format!("{:.1},{:.1}", x(*t), y(r.mean)))
+            .collect();
+        let width = if name.starts_with("uidgen") { 3 } else { 1 };
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"{width}\" points=\"{}\"/>",
+            points.join(" ")
+        );
+        let ly = top + 10.0 + 18.0 * i as f64;
+        let _ = writeln!(s, "<line x1=\"{:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"{color}\" stroke-width=\"{width}\"/><text x=\"{:.1}\" y=\"{:.1}\">{name}</text>", w - right + 10.0, w - right + 30.0, w - right + 36.0, ly + 4.0);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let criterion = PathBuf::from("target/criterion");
+    let threads = load_group(&criterion, "threads");
+    let batch = load_group(&criterion, "batch");
+    if threads.is_empty() {
+        return Err("no criterion results under target/criterion/threads: run `cargo bench --bench ids` first".into());
+    }
+    let runs: Vec<Value> = std::env::args()
+        .skip(1)
+        .filter_map(|p| read_json(Path::new(&p)))
+        .collect();
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| "(unknown)".into());
+
+    let get = |g: &Group, name: &str, p: u64| g.get(name).and_then(|b| b.get(&p)).map(|r| r.median);
+    let cached = |t| get(&threads, "uidgen-cached", t);
+    let fetch_add = |t| get(&threads, "baseline-fetch_add", t);
+    let verdict = |ok: bool| if ok { "met" } else { "**not met**" };
+    let mut targets = String::from("| target | measured | verdict |\n|---|---|---|\n");
+    if let (Some(c1), Some(f1)) = (cached(1), fetch_add(1)) {
+        let _ = writeln!(
+            targets,
+            "| cached `next_uid`, 1 thread ≥ 150M IDs/s | {} | {} |",
+            m(c1),
+            verdict(c1 >= 150e6)
+        );
+        let _ = writeln!(
+            targets,
+            "| … and ≥ 40% of 1-thread `fetch_add` | {:.0}% of {} | {} |",
+            100.0 * c1 / f1,
+            m(f1),
+            verdict(c1 >= 0.4 * f1)
+        );
+    }
+    if let (Some(c2), Some(c4)) = (cached(2), cached(4)) {
+        let _ = writeln!(
+            targets,
+            "| cached `next_uid`, 2 threads ≥ 50M IDs/s total | {} | {} |",
+            m(c2),
+            verdict(c2 >= 50e6)
+        );
+        let _ = writeln!(
+            targets,
+            "| 4 threads no worse than 2 (within 10%, the run-to-run noise here) | {} vs {} | {} |",
+            m(c4),
+            m(c2),
+            verdict(c4 >= 0.9 * c2)
+        );
+    }
+    if let Some(b) = get(&batch, "uidgen-next_uids", 1024) {
+        let _ = writeln!(
+            targets,
+            "| `next_uids` in batches of 1024 ≥ 300M IDs/s | {} | {} |",
+            m(b),
+            verdict(b >= 300e6)
+        );
+    }
+    for run in &runs {
+        let (t, secs, batch_len) = (
+            run["threads"].as_u64().unwrap_or(0),
+            run["seconds"].as_f64().unwrap_or(0.0),
+            run["batch"].as_u64().unwrap_or(1),
+        );
+        let rejected = run["rejected_takes"].as_u64().unwrap_or(0);
+        let dups = run["duplicates"].as_u64();
+        if secs >= 9.5 && batch_len == 1 {
+            let _ = writeln!(targets, "| sustained {secs:.0} s at full speed ({t} thread{}), default settings: zero rejected takes | {rejected} rejected takes | {} |", if t == 1 { "" } else { "s" }, verdict(rejected == 0));
+            let _ = writeln!(
+                targets,
+                "| … zero duplicates | {} | {} |",
+                dups.map_or("not checked".into(), |d| d.to_string()),
+                verdict(dups == Some(0))
+            );
+        }
+        if t == 2 && batch_len == 1 {
+            if let Some(p999) = run["latency_ns"]["p999"].as_u64() {
+                let _ = writeln!(
+                    targets,
+                    "| cached p99.9 single-call latency, 2 threads < 1 µs | {p999} ns | {} |",
+                    verdict(p999 < 1000)
+                );
+            }
+        }
+    }
+    let rows_ahead: Vec<String> = [1u64, 2, 4]
+        .iter()
+        .filter_map(|&t| {
+            let (peer, v) = best_peer(&threads, t)?;
+            let c = cached(t)?;
+            Some(format!(
+                "{t} thread(s): {} vs {peer} {} ({})",
+                m(c),
+                m(v),
+                if c > v { "ahead" } else { "behind" }
+            ))
+        })
+        .collect();
+    let all_ahead = rows_ahead.iter().all(|r| r.ends_with("(ahead)"));
+    let _ = writeln!(
+        targets,
+        "| ahead of every peer on every row | {} | {} |",
+        rows_ahead.join("; "),
+        verdict(all_ahead)
+    );
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Benchmark results\n\nMade by `{}` on {}.\n",
+        env("UIDGEN_BENCH_COMMAND"),
+        env("UIDGEN_BENCH_DATE")
+    );
+    let _ = writeln!(out, "- machine: {} cores, {}\n- rustc: {}\n- criterion: warm-up 0.5 s, 2 s of measurement, 20 samples per benchmark; IDs/s is elements over the median time per iteration, and the interval is criterion's 95% interval of that median. The mean column (and the plot) use the mean time instead: a generator that stalls now and then (⚠, e.g. one waiting for the next tick) is fast at the median and slow on average.\n- peers, each through its own thread-safe API: `uuid` v4 and v7, `ulid` (`Ulid::generate`), `snowflaked::sync::Generator`, `ferroid::AtomicSnowflakeGenerator`, and `rs-snowflake`'s generator and pre-built bucket, each behind a `Mutex` because they need `&mut`.\n- baselines: one `AtomicU64::fetch_add` shared by the same threads, and a plain counter.\n", env("UIDGEN_BENCH_NPROC"), env("UIDGEN_BENCH_CPU"), env("UIDGEN_BENCH_RUSTC"));
+    let _ = writeln!(out, "## Targets\n\n{targets}");
+    let _ = writeln!(out, "![IDs per second against threads](throughput.svg)\n");
+    let _ = writeln!(
+        out,
+        "## One ID per call (`threads` group)\n\n{}",
+        table(&threads, &[1, 2, 4], "threads", "baseline-fetch_add")
+    );
+    let _ = writeln!(
+        out,
+        "## Batches, one thread (`batch` group)\n\n{}",
+        table(&batch, &[64, 1024], "batch", "baseline-fetch_add")
+    );
+    let _ = writeln!(out, "## `uidgen bench` (every ID checked for duplicates)\n");
+    for run in &runs {
+        let lat = &run["latency_ns"];
+        let _ = writeln!(
+            out,
+            "- `uidgen bench --threads {} --batch {}`: {} thread(s), batch {}, {:.1} s: {} IDs/s, latency p50/p99/p99.9 {}/{}/{} ns, {} rejected takes, {} duplicates, {} errors, time ahead {:.0} s at the end",
+            run["threads"], run["batch"],
+            run["threads"], run["batch"], run["seconds"].as_f64().unwrap_or(0.0),
+            m(run["ids_per_sec"].as_f64().unwrap_or(0.0)),
+            lat["p50"], lat["p99"], lat["p999"],
+            run["rejected_takes"], run["duplicates"], run["errors"],
+            run["time_ahead_secs"].as_f64().unwrap_or(0.0),
+        );
+    }
+    std::fs::create_dir_all("results")?;
+    std::fs::write("results/README.md", out)?;
+    std::fs::write("results/throughput.svg", svg(&threads))?;
+    println!("wrote results/README.md and results/throughput.svg");
+    Ok(())
+}
