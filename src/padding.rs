@@ -159,20 +159,21 @@ impl TickSource {
         true
     }
 
-    #[inline]
-    fn next_uid(&mut self, shared: &Shared) -> Option<u64> {
-        if self.next_seq > self.bits.max_sequence() && !self.ensure_tick(shared) {
-            return None;
-        }
-        let uid = self.base | self.next_seq;
-        self.next_seq += 1;
-        Some(uid)
+    /// The rest of the current tick as a run of consecutive IDs `(first, count)`,
+    /// starting the next tick if this one is used up; `None` when no tick may start
+    /// (the layout is exhausted, or the time-ahead cap holds).
+    fn next_run(&mut self, shared: &Shared) -> Option<(u64, u64)> {
+        self.ensure_tick(shared).then(|| {
+            (
+                self.base | self.next_seq,
+                self.bits.max_sequence() + 1 - self.next_seq,
+            )
+        })
     }
 
-    /// The ID `next_uid` would make, without using it up.
-    fn peek(&mut self, shared: &Shared) -> Option<u64> {
-        self.ensure_tick(shared)
-            .then_some(self.base | self.next_seq)
+    /// Marks the first `put` IDs of the last run as handed to the ring.
+    fn consume(&mut self, put: u64) {
+        self.next_seq += put;
     }
 }
 
@@ -221,27 +222,33 @@ impl Padder {
             shared.generation.fetch_add(1, Ordering::Release);
         }
         let mut retries = 0;
-        loop {
-            let source = &mut self.source;
-            let fill = self.producer.fill_with(|| source.next_uid(shared));
+        // Room first, then a run: a tick is started only when it has somewhere to go,
+        // so `padded_tick` (and `time_ahead`) never counts a tick the ring does not hold.
+        while self.producer.has_room() {
+            let Some((first, count)) = self.source.next_run(shared) else {
+                break;
+            };
+            let fill = self.producer.fill_run(first, count);
+            self.source.consume(fill.put as u64);
             match fill.stopped_by {
+                // The tick is used up: go on with the next.
+                None => continue,
                 Some(PutRejected::SlotBusy) if retries < BUSY_SLOT_RETRIES => {
                     // A taker claimed this slot's last ID and has not read it yet; it is
                     // a few instructions from done unless it was preempted.
                     retries += 1;
                     sync::thread::yield_now();
                 }
-                Some(reason @ PutRejected::SlotBusy) => {
+                Some(PutRejected::Full) => break,
+                Some(reason) => {
                     shared.rejected_puts.fetch_add(1, Ordering::Relaxed);
-                    if let Some(uid) = self.source.peek(shared) {
-                        match &self.on_rejected_put {
-                            Some(handler) => handler(RejectedPut { uid, reason }),
-                            None => tracing::debug!(uid, ?reason, "padding stopped at a busy slot"),
-                        }
+                    let uid = first + fill.put as u64;
+                    match &self.on_rejected_put {
+                        Some(handler) => handler(RejectedPut { uid, reason }),
+                        None => tracing::debug!(uid, ?reason, "padding stopped at a busy slot"),
                     }
                     break;
                 }
-                _ => break,
             }
         }
         if self.source.exhausted {

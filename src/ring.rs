@@ -86,12 +86,12 @@ pub enum PutRejected {
     SignBitSet,
 }
 
-/// How a [`RingProducer::fill_with`] ended.
+/// How a [`RingProducer::fill_run`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fill {
     /// IDs put.
     pub put: usize,
-    /// Why it stopped: `None` when the source ran dry, else the ring's refusal.
+    /// Why it stopped: `None` when the whole run was put, else the ring's refusal.
     pub stopped_by: Option<PutRejected>,
 }
 
@@ -239,6 +239,17 @@ impl RingProducer {
         &self.ring
     }
 
+    /// Whether a put would find room (re-reads the takers' cursor only when the ring
+    /// looks full).
+    pub fn has_room(&mut self) -> bool {
+        let capacity = self.ring.capacity() as u64;
+        if self.tail - self.cached_cursor < capacity {
+            return true;
+        }
+        self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
+        self.tail - self.cached_cursor < capacity
+    }
+
     /// Slots free for putting now (re-reads the takers' cursor).
     pub fn free_slots(&mut self) -> usize {
         self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
@@ -247,44 +258,60 @@ impl RingProducer {
 
     /// Puts one ID, visible to takers at once.
     pub fn put(&mut self, uid: u64) -> Result<(), PutRejected> {
-        if uid & FILLED != 0 {
-            return Err(PutRejected::SignBitSet);
-        }
-        let mut once = Some(uid);
-        match self.fill_with(|| once.take()) {
+        match self.fill_run(uid, 1) {
             Fill { put: 1, .. } => Ok(()),
             Fill { stopped_by, .. } => Err(stopped_by.unwrap_or(PutRejected::Full)),
         }
     }
 
-    /// Puts IDs from `next` until the ring is full, a slot is busy, or `next` returns
-    /// `None`. `next` is called only when there is room for its ID, so nothing it makes
-    /// is lost. Takers see the IDs in batches as they are written.
+    /// Puts the `count` consecutive IDs `first, first + 1, …` until the ring is full or a
+    /// slot is busy; returns how many were put (the first `put` of the run) and why it
+    /// stopped (`None`: the whole run). Takers see the IDs in batches as they are written.
     ///
-    /// An ID with bit 63 set ends the fill with [`PutRejected::SignBitSet`].
-    pub fn fill_with(&mut self, mut next: impl FnMut() -> Option<u64>) -> Fill {
+    /// Consecutive IDs are what a padder makes within one tick, so this one tight loop
+    /// (check the slot is empty, store) is the whole of the producer's work per ID.
+    pub fn fill_run(&mut self, first: u64, count: u64) -> Fill {
+        if first.checked_add(count).map_or(true, |end| end > FILLED) {
+            return Fill {
+                put: 0,
+                stopped_by: Some(PutRejected::SignBitSet),
+            };
+        }
         let ring = &*self.ring;
         let capacity = ring.capacity() as u64;
         let start = self.tail;
+        let mut next = first;
+        let end = first + count;
         let stopped_by = loop {
+            if next == end {
+                break None;
+            }
             if self.tail - self.cached_cursor == capacity {
                 self.cached_cursor = ring.cursor.load(Ordering::Relaxed);
                 if self.tail - self.cached_cursor == capacity {
                     break Some(PutRejected::Full);
                 }
             }
-            let slot = ring.slot(self.tail);
-            if slot.load(Ordering::Relaxed) != EMPTY {
-                break Some(PutRejected::SlotBusy);
+            // Up to the ring's free room, the run's end and the next publish point.
+            let free = capacity - (self.tail - self.cached_cursor);
+            let until_publish = PUBLISH_EVERY - (self.tail - start) % PUBLISH_EVERY;
+            let chunk = free.min(end - next).min(until_publish);
+            let mut written = 0;
+            while written < chunk {
+                let slot = ring.slot(self.tail + written);
+                if slot.load(Ordering::Relaxed) != EMPTY {
+                    break;
+                }
+                slot.store((next + written) | FILLED, Ordering::Relaxed);
+                written += 1;
             }
-            let Some(uid) = next() else { break None };
-            if uid & FILLED != 0 {
-                break Some(PutRejected::SignBitSet);
-            }
-            slot.store(uid | FILLED, Ordering::Relaxed);
-            self.tail += 1;
-            if (self.tail - start) % PUBLISH_EVERY == 0 {
+            self.tail += written;
+            next += written;
+            if written == until_publish {
                 ring.tail.store(self.tail, Ordering::Release);
+            }
+            if written < chunk {
+                break Some(PutRejected::SlotBusy);
             }
         };
         if (self.tail - start) % PUBLISH_EVERY != 0 {

@@ -214,6 +214,16 @@ impl GatedClock {
     }
 }
 
+/// Opens the gate when dropped. Declared after the generator, it drops first, so a
+/// failing test does not leave the padder blocked in the clock while `Drop` joins it.
+struct OpenOnDrop(GatedClock);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.set_open(true);
+    }
+}
+
 impl Clock for GatedClock {
     fn now_millis(&self) -> u64 {
         let (lock, cvar) = &*self.open;
@@ -245,6 +255,7 @@ fn stalled_generator(clock: &GatedClock, policy: TakeRejectPolicy) -> CachedUidG
 fn fail_fast_policy_errors_at_once_on_an_empty_ring() {
     let clock = GatedClock::new();
     let gen = stalled_generator(&clock, TakeRejectPolicy::fail_fast());
+    let _open_on_exit = OpenOnDrop(clock.clone());
     let err = gen.next_uid().unwrap_err();
     assert!(matches!(err, UidError::BufferExhausted { .. }), "{err}");
     assert!(gen.next_uids(&mut [0; 8]).is_err());
@@ -256,6 +267,7 @@ fn fail_fast_policy_errors_at_once_on_an_empty_ring() {
 fn wait_policy_waits_for_the_padder_then_gives_up_at_its_bound() {
     let clock = GatedClock::new();
     let gen = stalled_generator(&clock, TakeRejectPolicy::wait(Duration::from_millis(200)));
+    let _open_on_exit = OpenOnDrop(clock.clone());
     let start = Instant::now();
     let err = gen.next_uid().unwrap_err();
     assert!(start.elapsed() >= Duration::from_millis(200));
@@ -293,6 +305,7 @@ fn custom_take_policy_is_called_per_refusal_until_it_fails() {
         })
     };
     let gen = stalled_generator(&clock, policy);
+    let _open_on_exit = OpenOnDrop(clock.clone());
     assert!(gen.next_uid().is_err());
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     clock.set_open(true);
