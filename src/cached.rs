@@ -2,6 +2,7 @@
 
 use crate::bits::BitsAllocator;
 use crate::clock::Clock;
+use crate::end_warning::EndWarning;
 use crate::error::{ConfigError, UidError};
 use crate::generator::{base_builder_methods, GeneratorBase, UidGenerator};
 use crate::local::{self, MAX_THREAD_BATCH};
@@ -211,12 +212,13 @@ impl CachedUidGeneratorBuilder {
 
         let capacity = 1usize << (bits.seq_bits() + self.boost_power);
         let (ring, producer) = RingBuffer::new(capacity)?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            end_warning: EndWarning::new(&bits, warn_before_end),
+            ..Shared::default()
+        });
         let mut padder = Padder {
             producer,
-            source: TickSource::new(bits, worker_id, clock.clone())
-                .max_ahead(self.max_time_ahead)
-                .warn_before_end(warn_before_end),
+            source: TickSource::new(bits, worker_id, clock.clone()).max_ahead(self.max_time_ahead),
             shared: shared.clone(),
             on_rejected_put: self.on_rejected_put,
         };
@@ -295,11 +297,8 @@ impl CachedUidGenerator {
             return Ok(cached);
         }
         if cached > 0 {
-            let (n, remaining) = self.ring.take_batch(&mut out[cached..]);
-            if n > 0 {
-                self.after_take(remaining);
-            }
-            return Ok(cached + n);
+            // Some IDs already: top up from the ring without waiting.
+            return Ok(cached + self.take_available(&mut out[cached..]).unwrap_or(0));
         }
         self.take_into(out)
     }
@@ -308,14 +307,28 @@ impl CachedUidGenerator {
     /// empty; returns how many (at least 1).
     #[inline]
     fn take_into(&self, out: &mut [u64]) -> Result<usize, UidError> {
-        let (n, remaining) = self.ring.take_batch(out);
-        if n > 0 {
-            self.after_take(remaining);
-            return Ok(n);
+        match self.take_available(out) {
+            Some(n) => Ok(n),
+            None => self.take_slow(|| self.take_available(out)),
         }
-        self.take_slow(|| {
-            let (n, remaining) = self.ring.take_batch(out);
-            (n > 0).then_some((n, remaining))
+    }
+
+    /// Claims up to `out.len()` IDs from the ring without waiting; `None` when it is empty.
+    #[inline]
+    fn take_available(&self, out: &mut [u64]) -> Option<usize> {
+        let (n, remaining) = self.ring.take_batch(out);
+        (n > 0).then(|| {
+            self.after_take(remaining);
+            n
+        })
+    }
+
+    /// Takes one ID from the ring without waiting; `None` when it is empty.
+    #[inline]
+    fn take_one(&self) -> Option<u64> {
+        self.ring.take().map(|taken| {
+            self.after_take(taken.remaining);
+            taken.uid
         })
     }
 
@@ -354,7 +367,7 @@ impl CachedUidGenerator {
             rejected_puts: shared.rejected_puts.load(Ordering::Relaxed),
             discarded_stale: shared.discarded.load(Ordering::Relaxed),
             clock_rollbacks: shared.clock_rollbacks.load(Ordering::Relaxed),
-            warned_near_end: shared.warned_near_end.load(Ordering::Relaxed),
+            warned_near_end: shared.end_warning.has_warned(),
         }
     }
 
@@ -384,21 +397,18 @@ impl CachedUidGenerator {
     /// The ring was empty: wake the padder and let the take policy decide how long to wait.
     #[cold]
     #[inline(never)]
-    fn take_slow<T>(&self, mut attempt: impl FnMut() -> Option<(T, u64)>) -> Result<T, UidError> {
+    fn take_slow<T>(&self, mut attempt: impl FnMut() -> Option<T>) -> Result<T, UidError> {
         self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let mut tries = 0u32;
         loop {
             self.request_padding();
-            if let Some((value, remaining)) = attempt() {
-                self.after_take(remaining);
+            if let Some(value) = attempt() {
                 return Ok(value);
             }
             if self.shared.exhausted.load(Ordering::Acquire) {
                 // The flag is set after the last IDs were published: one more look.
-                return attempt()
-                    .map(|(value, _)| value)
-                    .ok_or_else(|| self.bits.time_exhausted());
+                return attempt().ok_or_else(|| self.bits.time_exhausted());
             }
             let waited = start.elapsed();
             match self.take_policy.decide(RejectedTake {
@@ -424,11 +434,10 @@ impl UidGenerator for CachedUidGenerator {
             }
             return self.next_uid_refilling_thread_batch(generation);
         }
-        if let Some(taken) = self.ring.take() {
-            self.after_take(taken.remaining);
-            return Ok(taken.uid);
+        match self.take_one() {
+            Some(uid) => Ok(uid),
+            None => self.take_slow(|| self.take_one()),
         }
-        self.take_slow(|| self.ring.take().map(|t| (t.uid, t.remaining)))
     }
 
     fn allocator(&self) -> &BitsAllocator {

@@ -14,6 +14,16 @@ pub(crate) struct EndWarning {
     warned: AtomicBool,
 }
 
+impl Default for EndWarning {
+    /// One that never warns.
+    fn default() -> Self {
+        Self {
+            from_tick: u64::MAX,
+            warned: AtomicBool::new(false),
+        }
+    }
+}
+
 impl EndWarning {
     pub(crate) fn new(bits: &BitsAllocator, warn_before: Duration) -> Self {
         let ticks = u64::try_from(warn_before.as_millis() / u128::from(bits.unit().millis()))
@@ -27,13 +37,7 @@ impl EndWarning {
     /// Called when a generator starts a new tick.
     #[inline]
     pub(crate) fn observe(&self, tick: u64, bits: &BitsAllocator) {
-        self.observe_and_report(tick, bits);
-    }
-
-    /// As [`observe`](Self::observe); `true` when this call logged the warning.
-    pub(crate) fn observe_and_report(&self, tick: u64, bits: &BitsAllocator) -> bool {
-        let warn = tick >= self.from_tick && !self.warned.swap(true, Ordering::Relaxed);
-        if warn {
+        if tick >= self.from_tick && !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 last_instant = %bits.format_instant(bits.last_instant_millis()),
                 ticks_left = bits.max_delta() - tick.min(bits.max_delta()),
@@ -41,7 +45,6 @@ impl EndWarning {
                 "uidgen layout is near its end: after its last instant every call returns TimeExhausted"
             );
         }
-        warn
     }
 
     pub(crate) fn has_warned(&self) -> bool {

@@ -9,7 +9,7 @@
 
 use crate::bits::BitsAllocator;
 use crate::clock::Clock;
-use crate::end_warning::{EndWarning, DEFAULT_WARN_BEFORE_END};
+use crate::end_warning::EndWarning;
 use crate::reject::{PutRejectHandler, RejectedPut};
 use crate::ring::{PutRejected, RingProducer};
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
@@ -46,8 +46,8 @@ pub(crate) struct Shared {
     pub(crate) discarded: AtomicU64,
     /// Times the padder found the clock behind its previous reading.
     pub(crate) clock_rollbacks: AtomicU64,
-    /// The near-the-end warning has been logged.
-    pub(crate) warned_near_end: AtomicBool,
+    /// Warns, once, when the padder starts a tick near the layout's end.
+    pub(crate) end_warning: EndWarning,
 }
 
 /// Makes IDs tick by tick; the padder's side of borrowed time.
@@ -70,7 +70,6 @@ pub(crate) struct TickSource {
     capped: bool,
     /// The latest clock reading, to notice rollbacks.
     latest_millis: u64,
-    end_warning: EndWarning,
 }
 
 impl TickSource {
@@ -90,7 +89,6 @@ impl TickSource {
             max_ahead: None,
             capped: false,
             latest_millis: 0,
-            end_warning: EndWarning::new(&bits, DEFAULT_WARN_BEFORE_END),
         }
     }
 
@@ -100,12 +98,6 @@ impl TickSource {
             u64::try_from(cap.as_millis() / u128::from(self.bits.unit().millis()))
                 .unwrap_or(u64::MAX)
         });
-        self
-    }
-
-    /// When to warn that the layout's end is near.
-    pub(crate) fn warn_before_end(mut self, before: Duration) -> Self {
-        self.end_warning = EndWarning::new(&self.bits, before);
         self
     }
 
@@ -149,9 +141,7 @@ impl TickSource {
         if self.capped {
             return false;
         }
-        if self.end_warning.observe_and_report(next, &self.bits) {
-            shared.warned_near_end.store(true, Ordering::Relaxed);
-        }
+        shared.end_warning.observe(next, &self.bits);
         self.tick = Some(next);
         self.base = self.bits.pack(next, self.worker_id, 0);
         self.next_seq = 0;

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{assert_overflow, printed_ids};
+use common::{assert_overflow, printed_ids, success_stdout};
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -19,12 +19,7 @@ fn uidgen(db: &Path, args: &[&str]) -> Command {
 }
 
 fn worker_id_of(out: &Output) -> u64 {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    success_stdout(out)
         .lines()
         .find_map(|l| l.strip_prefix("worker_id"))
         .and_then(|id| id.trim().parse().ok())
