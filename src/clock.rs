@@ -1,5 +1,5 @@
-//! Where generators read the time. [`SystemClock`] in production, [`ManualClock`] in
-//! tests that need to move time forwards and backwards.
+//! Where generators read the time ([`SystemClock`] in production, [`ManualClock`] in
+//! tests that move time forwards and backwards), and how instants print (UTC).
 
 use crate::sync::{Arc, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -92,4 +92,42 @@ impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
 
 fn duration_millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Formats Unix milliseconds as `yyyy-MM-dd HH:mm:ss` in UTC, with `.SSS` when `with_millis`.
+pub(crate) fn format_utc(unix_millis: u64, with_millis: bool) -> String {
+    use chrono::{DateTime, Utc};
+    let Some(dt) = i64::try_from(unix_millis)
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+    else {
+        // Past chrono's calendar (year 262143): say so rather than print a wrong date.
+        return "after the year 262143".to_owned();
+    };
+    if with_millis {
+        dt.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
+    } else {
+        dt.format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+}
+
+/// [`format_utc`], with milliseconds only when the instant has some.
+pub(crate) fn format_instant(unix_millis: u64) -> String {
+    format_utc(unix_millis, unix_millis % 1000 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_in_utc() {
+        assert_eq!(format_utc(1_463_702_400_000, false), "2016-05-20 00:00:00");
+        assert_eq!(
+            format_utc(1_463_702_400_123, true),
+            "2016-05-20 00:00:00.123"
+        );
+        assert_eq!(format_instant(1_463_702_400_999), "2016-05-20 00:00:00.999");
+        assert_eq!(format_utc(u64::MAX, false), "after the year 262143");
+    }
 }

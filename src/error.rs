@@ -1,11 +1,14 @@
 //! Errors: [`ConfigError`] when something is built with bad settings, [`UidError`] when
-//! an ID cannot be handed out or read.
+//! an ID cannot be handed out or read. Both carry values; only `Display` formats them.
 
+use crate::clock::format_instant;
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A setting that cannot work. Returned when a layout, generator or assigner is built,
 /// never later as a wrong ID. Each message names the field, the value and the limit.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// A bit field of the layout is zero.
@@ -29,47 +32,69 @@ pub enum ConfigError {
         /// Their sum.
         sum: u32,
     },
-    /// The epoch could not be read.
-    #[error("epoch {value:?} is not a valid UTC date: {reason} (expected YYYY-MM-DD or RFC 3339)")]
+    /// The epoch could not be read as a date.
+    #[error(
+        "epoch {} is not a valid UTC date (expected YYYY-MM-DD or RFC 3339)",
+        Shown(value)
+    )]
     InvalidEpoch {
         /// What was given.
         value: String,
-        /// Why it was refused.
-        reason: String,
+        /// Why the date parser refused it.
+        #[source]
+        source: chrono::ParseError,
+    },
+    /// The epoch lies before 1970-01-01, which Unix milliseconds cannot hold.
+    #[error(
+        "epoch {} is before 1970-01-01; epochs must be at or after it",
+        Shown(value)
+    )]
+    EpochBefore1970 {
+        /// What was given.
+        value: String,
     },
     /// The epoch lies after the current time, so deltas would be negative.
-    #[error("epoch {epoch} is in the future (now is {now}); it must be at or before now")]
+    #[error(
+        "epoch {} is in the future (now is {}); it must be at or before now",
+        format_instant(*epoch_millis),
+        format_instant(*now_millis)
+    )]
     EpochInFuture {
-        /// The epoch, formatted in UTC.
-        epoch: String,
-        /// The current time, formatted in UTC.
-        now: String,
+        /// The epoch, in Unix milliseconds.
+        epoch_millis: u64,
+        /// The clock's reading, in Unix milliseconds.
+        now_millis: u64,
     },
     /// The layout's time bits are used up already.
     #[error(
-        "layout {layout} ran out on {ran_out} (time_bits {time_bits} hold {max_delta} {unit} \
-         after epoch {epoch}); choose more time_bits or a later epoch"
+        "layout {time_bits}/{worker_bits}/{seq_bits} {unit} epoch {} ran out on {} \
+         (time_bits {time_bits} hold {max_delta} ticks); choose more time_bits or a later epoch",
+        format_instant(*epoch_millis),
+        format_instant(*end_millis)
     )]
     LayoutExhausted {
-        /// The layout, as `time/worker/seq unit`.
-        layout: String,
-        /// Its last representable instant, in UTC.
-        ran_out: String,
         /// Time bits of the layout.
         time_bits: u32,
-        /// Largest delta they hold.
-        max_delta: u64,
-        /// "seconds" or "milliseconds".
+        /// Worker bits of the layout.
+        worker_bits: u32,
+        /// Sequence bits of the layout.
+        seq_bits: u32,
+        /// The tick: "s" or "ms".
         unit: &'static str,
-        /// The epoch, in UTC.
-        epoch: String,
+        /// The epoch, in Unix milliseconds.
+        epoch_millis: u64,
+        /// The first instant the layout cannot represent, in Unix milliseconds.
+        end_millis: u64,
+        /// Largest delta the time bits hold.
+        max_delta: u64,
     },
     /// A worker ID does not fit the layout's worker bits.
     #[error(
-        "worker_id {worker_id} exceeds max_worker_id {max_worker_id} ({worker_bits} worker bits)"
+        "worker_id {worker_id} exceeds max_worker_id {max_worker_id} ({worker_bits} worker bits); \
+         use a worker ID from 0 to {max_worker_id} or a layout with more worker bits"
     )]
     WorkerIdTooLarge {
-        /// The worker ID given or assigned.
+        /// The worker ID given.
         worker_id: u64,
         /// The largest the layout holds.
         max_worker_id: u64,
@@ -86,9 +111,19 @@ pub enum ConfigError {
         /// The allowed range, in words.
         limit: String,
     },
+    /// Two settings that cannot be used together.
+    #[error("{first} and {second} cannot be used together: {why}")]
+    Conflict {
+        /// One setting.
+        first: &'static str,
+        /// The other.
+        second: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
     /// The padding thread could not be started.
-    #[error("could not start the padding thread: {0}")]
-    Spawn(String),
+    #[error("could not start the padding thread")]
+    Spawn(#[source] Arc<std::io::Error>),
 }
 
 /// Why an ID could not be handed out, or a UID could not be read.
@@ -102,18 +137,25 @@ pub enum UidError {
         by: Duration,
     },
     /// The clock reads a time before the layout's epoch.
-    #[error("clock reads {now}, before the layout's epoch {epoch}")]
+    #[error(
+        "clock reads {}, before the layout's epoch {}",
+        format_instant(*now_millis),
+        format_instant(*epoch_millis)
+    )]
     ClockBeforeEpoch {
-        /// The clock's reading, in UTC.
-        now: String,
-        /// The epoch, in UTC.
-        epoch: String,
+        /// The clock's reading, in Unix milliseconds.
+        now_millis: u64,
+        /// The epoch, in Unix milliseconds.
+        epoch_millis: u64,
     },
     /// The layout's time bits are used up: no further ID is representable.
-    #[error("the layout's time is exhausted: its last instant was {last_instant}")]
+    #[error(
+        "the layout's time is exhausted: its last instant was {}",
+        format_instant(*last_instant_millis)
+    )]
     TimeExhausted {
-        /// The last instant the layout can represent, in UTC.
-        last_instant: String,
+        /// The last instant the layout can represent, in Unix milliseconds.
+        last_instant_millis: u64,
     },
     /// The ring buffer stayed empty for longer than the take policy allows.
     #[error("ring buffer empty: the padding thread did not refill it within {waited:?}")]
@@ -121,12 +163,102 @@ pub enum UidError {
         /// How long the take waited.
         waited: Duration,
     },
+    /// The padding thread has stopped, so the ring will never be refilled.
+    #[error("the padding thread has stopped ({why}); build a new generator")]
+    PadderStopped {
+        /// What stopped it.
+        why: &'static str,
+    },
+    /// `try_next_uid`: no ID is ready without waiting.
+    #[error("no ID is ready without waiting ({why})")]
+    WouldBlock {
+        /// What the call would have waited for.
+        why: &'static str,
+        /// How long the wait would be, when the generator knows.
+        wait: Option<Duration>,
+    },
     /// A UID that no generator of this layout could have made.
-    #[error("invalid UID {input:?}: {reason}")]
+    #[error("invalid UID {}: {reason}", Shown(input))]
     InvalidUid {
         /// The UID as given.
         input: String,
-        /// What is wrong with it, with the limit.
-        reason: String,
+        /// What is wrong with it.
+        reason: InvalidUidReason,
     },
+    /// A field too large for the layout was given to `allocate`.
+    #[error("{field} {value} exceeds its maximum {max}")]
+    FieldTooLarge {
+        /// `delta`, `worker_id` or `sequence`.
+        field: &'static str,
+        /// What was given.
+        value: u64,
+        /// The layout's maximum.
+        max: u64,
+    },
+}
+
+/// What is wrong with a UID that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvalidUidReason {
+    /// Nothing was given.
+    Empty,
+    /// A minus sign: IDs are never negative.
+    Negative,
+    /// Not a whole decimal number that fits 64 bits.
+    NotDecimal,
+    /// Bit 63 is set, which no layout uses.
+    SignBitSet,
+}
+
+impl fmt::Display for InvalidUidReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let max = i64::MAX;
+        match self {
+            InvalidUidReason::Empty => write!(f, "empty; expected a decimal integer in 0..={max}"),
+            InvalidUidReason::Negative => {
+                write!(f, "IDs are never negative; expected 0..={max}")
+            }
+            InvalidUidReason::NotDecimal => {
+                write!(f, "not a decimal integer in 0..={max}")
+            }
+            InvalidUidReason::SignBitSet => {
+                write!(f, "the sign bit is set; IDs are at most {max}")
+            }
+        }
+    }
+}
+
+/// Shows user input in a message: quoted, and cut short when long, so a huge argument is
+/// not echoed back whole.
+pub(crate) struct Shown<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX_CHARS: usize = 64;
+        let chars = self.0.chars().count();
+        if chars <= MAX_CHARS {
+            write!(f, "{:?}", self.0)
+        } else {
+            let head: String = self.0.chars().take(MAX_CHARS).collect();
+            write!(f, "{head:?}… ({chars} characters)")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_input_is_cut_in_messages() {
+        let err = UidError::InvalidUid {
+            input: "9".repeat(100_000),
+            reason: InvalidUidReason::NotDecimal,
+        };
+        let message = err.to_string();
+        assert!(message.len() < 300, "{}", message.len());
+        assert!(message.contains("100000 characters"), "{message}");
+        assert!(Shown("short").to_string() == "\"short\"");
+    }
 }

@@ -1,15 +1,42 @@
-//! The [`UidGenerator`] trait both generators implement.
+//! The [`UidGenerator`] trait every time-based generator implements.
 
-use crate::bits::BitsAllocator;
-use crate::clock::{Clock, SystemClock};
-use crate::error::{ConfigError, UidError};
-use crate::parts::UidParts;
-use std::sync::Arc;
+use crate::error::UidError;
+use crate::layout::{BitsAllocator, UidParts};
 
 /// A source of unique, time-ordered 64-bit IDs, shareable across threads.
+///
+/// Implemented for both generators and, so a generator can be passed around however a
+/// service holds it, for `&T`, `Box<T>` and `Arc<T>` of any `T: UidGenerator`
+/// (`dyn UidGenerator` included).
+///
+/// In async code, call `try_next_uid` (never blocks) or the generators' own
+/// `next_uid_async` (feature `tokio`): `next_uid` may block the calling thread while it
+/// waits for the next tick or for the ring to be refilled.
 pub trait UidGenerator: Send + Sync {
     /// The next ID: unique for this worker, greater than every ID this thread got before.
+    /// May block the thread while the generator waits (see each generator).
     fn next_uid(&self) -> Result<u64, UidError>;
+
+    /// The next ID if one is ready now; never blocks. When none is,
+    /// [`UidError::WouldBlock`] says what the call would have waited for.
+    fn try_next_uid(&self) -> Result<u64, UidError>;
+
+    /// Fills `out` from the front with new IDs, in increasing order; returns how many
+    /// (at least 1 unless `out` is empty). The cached generator claims them with one
+    /// atomic step and may return fewer than `out.len()`; others fill it all.
+    fn next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        for slot in out.iter_mut() {
+            *slot = self.next_uid()?;
+        }
+        Ok(out.len())
+    }
+
+    /// [`next_uid`](Self::next_uid) as an `i64`, for SQL `BIGINT` columns and other
+    /// signed APIs: IDs never set the sign bit, so it is the same number.
+    fn next_uid_i64(&self) -> Result<i64, UidError> {
+        // Every layout keeps bit 63 zero (`TOTAL_BITS` is 63), so this never wraps.
+        self.next_uid().map(|uid| uid as i64)
+    }
 
     /// The layout this generator packs IDs with.
     fn allocator(&self) -> &BitsAllocator;
@@ -23,61 +50,29 @@ pub trait UidGenerator: Send + Sync {
     }
 }
 
-/// What every generator is built from: a layout, a worker ID and a clock.
-#[derive(Clone)]
-pub(crate) struct GeneratorBase {
-    pub(crate) bits: BitsAllocator,
-    pub(crate) worker_id: u64,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) warn_before_end: std::time::Duration,
+macro_rules! forward_uid_generator {
+    ($($wrapper:ty),*) => {$(
+        impl<T: UidGenerator + ?Sized> UidGenerator for $wrapper {
+            #[inline]
+            fn next_uid(&self) -> Result<u64, UidError> {
+                (**self).next_uid()
+            }
+            #[inline]
+            fn try_next_uid(&self) -> Result<u64, UidError> {
+                (**self).try_next_uid()
+            }
+            #[inline]
+            fn next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+                (**self).next_uids(out)
+            }
+            fn allocator(&self) -> &BitsAllocator {
+                (**self).allocator()
+            }
+            fn worker_id(&self) -> u64 {
+                (**self).worker_id()
+            }
+        }
+    )*};
 }
 
-impl Default for GeneratorBase {
-    fn default() -> Self {
-        Self {
-            bits: BitsAllocator::default(),
-            worker_id: 0,
-            clock: Arc::new(SystemClock),
-            warn_before_end: crate::end_warning::DEFAULT_WARN_BEFORE_END,
-        }
-    }
-}
-
-impl GeneratorBase {
-    /// The worker ID fits the layout, and the layout is alive by the generator's clock.
-    pub(crate) fn check(&self) -> Result<(), ConfigError> {
-        self.bits.check_worker_id(self.worker_id)?;
-        self.bits.check_alive_at(self.clock.now_millis())
-    }
-}
-
-/// The builder methods every generator's builder shares; the builder has a `base` field.
-macro_rules! base_builder_methods {
-    () => {
-        /// The layout (default: [`Preset::Default`](crate::Preset::Default)).
-        pub fn allocator(mut self, bits: $crate::BitsAllocator) -> Self {
-            self.base.bits = bits;
-            self
-        }
-
-        /// The worker ID (default 0); must fit the layout's worker bits.
-        pub fn worker_id(mut self, worker_id: u64) -> Self {
-            self.base.worker_id = worker_id;
-            self
-        }
-
-        /// The clock (default: the system clock).
-        pub fn clock(mut self, clock: impl $crate::Clock) -> Self {
-            self.base.clock = std::sync::Arc::new(clock);
-            self
-        }
-
-        /// Log a `tracing` warning, once, when IDs start coming from the last `before`
-        /// of the layout's time (default: one day).
-        pub fn warn_before_end(mut self, before: std::time::Duration) -> Self {
-            self.base.warn_before_end = before;
-            self
-        }
-    };
-}
-pub(crate) use base_builder_methods;
+forward_uid_generator!(&T, Box<T>, std::sync::Arc<T>);

@@ -1,36 +1,108 @@
-#![doc = include_str!("../README.md")]
+//! Unique 64-bit IDs at memory speed, for Rust services.
+//!
+//! uidgen makes snowflake-style IDs — `sign | time | worker | sequence` in one `u64` —
+//! the way Baidu's UidGenerator does: a padding thread keeps a lock-free ring full of
+//! pre-built IDs, so taking one is a single atomic step with no lock, no clock read and
+//! no allocation. IDs are positive as `i64` (SQL `BIGINT`), increase with time, and are
+//! never repeated by one worker ID.
+//!
+//! ```
+//! use uidgen::{CachedUidGenerator, UidGenerator};
+//!
+//! let generator = CachedUidGenerator::builder().worker_id(42).build()?;
+//! let id = generator.next_uid()?;
+//! let parts = generator.parse_uid(id)?;
+//! assert_eq!(parts.worker_id, 42);
+//! println!("{parts}"); // {"UID":"…","timestamp":"…","workerId":"42","sequence":"0"}
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Which generator
+//!
+//! - [`CachedUidGenerator`]: the hot path. Takes pre-built IDs from a ring; under load it
+//!   borrows future ticks rather than wait for the clock ([`time_ahead`](CachedUidGenerator::time_ahead)).
+//!   Costs one thread and 8 bytes a ring slot.
+//! - [`DefaultUidGenerator`]: each ID computed from the clock under a lock; its timestamp
+//!   is its creation time; throughput is capped at one tick's sequence per tick. Chooses
+//!   what to do when the clock goes backwards with a [`RollbackStrategy`].
+//!
+//! Both implement [`UidGenerator`], also through `&T`, `Box<T>` and `Arc<T>`, so share one
+//! generator across threads with an `Arc`.
+//!
+//! # In async code
+//!
+//! `next_uid` may block its thread (waiting for a tick, or for the ring to be refilled).
+//! In a tokio service use [`try_next_uid`](UidGenerator::try_next_uid), which never
+//! blocks, or, with the `tokio` feature, `next_uid_async().await`, which waits on the
+//! runtime. `examples/axum_service.rs` shares one generator across handlers.
+//!
+//! # Worker IDs
+//!
+//! Every ID carries its worker ID, and two processes using the same worker ID at once
+//! make the same IDs. Let a registry hand them out: [`EmbeddedWorkerIdAssigner`] (feature
+//! `sqlite`: a SQLite file, one machine), [`MySqlWorkerIdAssigner`] (feature `mysql`: the
+//! `WORKER_NODE` table of UidGenerator), or [`FixedWorkerId`] for IDs you assign by hand.
+//!
+//! # Layouts
+//!
+//! [`BitsAllocator`] owns the split of the 63 bits; [`Preset`] has UidGenerator's,
+//! Twitter's and Instagram's. Bad settings are a [`ConfigError`] naming the field, the
+//! value and the limit, when the layout is built — never a wrong ID later.
+//!
+//! # Features
+//!
+//! | feature | brings |
+//! |---|---|
+//! | (none, the default) | the layouts and both generators: no database, no async runtime |
+//! | `tokio` | `next_uid_async` on both generators; an async `assign` on the registries |
+//! | `serde` | `Serialize`/`Deserialize` for [`UidParts`] and [`TimeUnit`] |
+//! | `sqlite` | [`EmbeddedWorkerIdAssigner`], SQLite compiled in (no system library needed) |
+//! | `mysql` | [`MySqlWorkerIdAssigner`] on `mysql_async` (pulls in `tokio`) |
+//!
+//! The command-line tool is the separate `uidgen-cli` crate.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    clippy::undocumented_unsafe_blocks
+)]
 
-mod bits;
-mod cached;
+#[cfg(all(uidgen_loom, not(feature = "loom")))]
+compile_error!("--cfg uidgen_loom needs the `loom` feature (see loom-tests/)");
+
 mod clock;
-mod default_gen;
-mod end_warning;
 mod error;
 mod generator;
-mod local;
-mod padding;
-mod parts;
-mod reject;
-pub mod ring;
-mod rollback;
+mod layout;
+mod snowflake;
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+mod store;
 mod sync;
-mod time;
-pub mod worker;
+mod worker;
 
-pub use bits::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, TOTAL_BITS};
-pub use cached::{CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, PADDING_THREAD_NAME};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use default_gen::{DefaultUidGenerator, DefaultUidGeneratorBuilder};
-pub use end_warning::DEFAULT_WARN_BEFORE_END;
-pub use error::{ConfigError, UidError};
+pub use error::{ConfigError, InvalidUidReason, UidError};
 pub use generator::UidGenerator;
-pub use parts::UidParts;
-pub use reject::{PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy};
-pub use rollback::RollbackStrategy;
-#[cfg(feature = "sqlite")]
-pub use worker::EmbeddedWorkerIdAssigner;
+pub use layout::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, TOTAL_BITS};
+pub use snowflake::{
+    CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DefaultUidGenerator,
+    DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RejectedTake,
+    RollbackStrategy, TakeDecision, TakeRejectPolicy, DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
+};
 #[cfg(feature = "mysql")]
-pub use worker::MySqlWorkerIdAssigner;
+pub use store::redact_url;
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+pub use store::{Cause, StoreError};
+#[cfg(feature = "sqlite")]
+pub use worker::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
 pub use worker::{FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError};
+#[cfg(feature = "mysql")]
+pub use worker::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SCHEMA};
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+pub use worker::{NodeType, WorkerNode};
+
+/// The ring buffer, public only for uidgen's loom model checks (`loom-tests/`).
+#[cfg(uidgen_loom)]
+#[doc(hidden)]
+pub use snowflake::ring;

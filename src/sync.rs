@@ -2,12 +2,11 @@
 //!
 //! Every other module imports atomics, `Arc`, `Mutex` and threads from here, so the
 //! code that loom model-checks is the code that ships (crossbeam's `ArrayQueue` skipped
-//! such a shim and so was never loom-checked). Build with `RUSTFLAGS="--cfg loom"` to
+//! such a shim and so was never loom-checked). Build with `RUSTFLAGS="--cfg uidgen_loom"` and the `loom` feature to
 //! swap in loom's versions.
 
-#[cfg(loom)]
+#[cfg(uidgen_loom)]
 pub(crate) use loom::{
-    hint::spin_loop,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, MutexGuard,
@@ -15,9 +14,8 @@ pub(crate) use loom::{
     thread,
 };
 
-#[cfg(not(loom))]
+#[cfg(not(uidgen_loom))]
 pub(crate) use std::{
-    hint::spin_loop,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, MutexGuard,
@@ -37,12 +35,12 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Sleeps the calling thread; under loom, where time does not pass, yields instead.
 pub(crate) fn sleep(duration: std::time::Duration) {
-    #[cfg(loom)]
+    #[cfg(uidgen_loom)]
     {
         let _ = duration;
         thread::yield_now();
     }
-    #[cfg(not(loom))]
+    #[cfg(not(uidgen_loom))]
     thread::sleep(duration);
 }
 

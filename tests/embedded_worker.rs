@@ -1,60 +1,13 @@
-//! The embedded (SQLite) worker registry: the CLI's default, safe for concurrent starts.
+//! The embedded (SQLite) worker registry as a library: rows never reused, overflow named,
+//! bad paths refused.
 
 mod common;
 
-use common::{assert_overflow, printed_ids, success_stdout};
-use std::collections::HashSet;
+use common::assert_overflow;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use uidgen::{BitsAllocator, EmbeddedWorkerIdAssigner, Preset, WorkerIdAssigner, WorkerIdError};
-
-fn uidgen(db: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_uidgen"));
-    cmd.args(args)
-        .env("UIDGEN_WORKER_DB", db)
-        .env_remove("UIDGEN_MYSQL_URL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-fn worker_id_of(out: &Output) -> u64 {
-    success_stdout(out)
-        .lines()
-        .find_map(|l| l.strip_prefix("worker_id"))
-        .and_then(|id| id.trim().parse().ok())
-        .expect("a worker_id line")
-}
-
-#[test]
-fn eight_processes_started_at_once_get_distinct_worker_ids() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("nested").join("workers.sqlite3");
-    let children: Vec<_> = (0..8)
-        .map(|_| uidgen(&db, &["worker"]).spawn().unwrap())
-        .collect();
-    let ids: Vec<u64> = children
-        .into_iter()
-        .map(|c| worker_id_of(&c.wait_with_output().unwrap()))
-        .collect();
-    let distinct: HashSet<u64> = ids.iter().copied().collect();
-    assert_eq!(distinct.len(), 8, "{ids:?}");
-    assert_eq!(distinct, (1..=8).collect(), "rows 1 to 8, one each");
-}
-
-#[test]
-fn next_uses_the_embedded_registry_by_default() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("workers.sqlite3");
-    let bits = BitsAllocator::default();
-    let mut workers = Vec::new();
-    for _ in 0..2 {
-        let ids = printed_ids(&uidgen(&db, &["next", "-n", "3"]).output().unwrap());
-        assert_eq!(ids.len(), 3);
-        workers.push(bits.parse(ids[0]).unwrap().worker_id);
-    }
-    assert_eq!(workers, [1, 2], "each launch takes the next row");
-}
+use uidgen::{
+    BitsAllocator, EmbeddedWorkerIdAssigner, Preset, StoreError, WorkerIdAssigner, WorkerIdError,
+};
 
 #[test]
 fn ids_are_never_reused_even_after_rows_are_deleted() {
@@ -100,9 +53,24 @@ fn an_unusable_path_is_an_error_naming_it() {
     let err = EmbeddedWorkerIdAssigner::new(db)
         .assign_worker_id(&BitsAllocator::default())
         .unwrap_err();
-    assert!(matches!(err, WorkerIdError::Embedded { .. }), "{err}");
+    assert!(
+        matches!(err, WorkerIdError::Store(StoreError::File { .. })),
+        "{err}"
+    );
     assert!(err.to_string().contains("/proc/uidgen-test"), "{err}");
-    let out = uidgen(db, &["next"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/proc/uidgen-test"));
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the cause is kept"
+    );
+}
+
+#[test]
+fn in_memory_databases_are_refused_saying_why() {
+    for path in [":memory:", "file::memory:", "file:x?mode=memory", ""] {
+        let err = EmbeddedWorkerIdAssigner::new(path)
+            .assign_worker_id(&BitsAllocator::default())
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("file path"), "{path:?}: {message}");
+    }
 }

@@ -1,6 +1,6 @@
 //! Model checks of `uidgen::ring` on a 4-slot ring. Run through `scripts/test`, or:
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p uidgen-loom-tests --profile loom`
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg uidgen_loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p uidgen-loom-tests --profile loom`
+#![cfg(uidgen_loom)]
 
 use loom::thread;
 use uidgen::ring::{PutRejected, RingBuffer};

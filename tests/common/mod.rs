@@ -2,7 +2,6 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
-use std::process::Output;
 use uidgen::{BitsAllocator, TimeUnit, WorkerIdError};
 
 /// A fixed epoch (2020-09-13) for manual-clock tests.
@@ -19,28 +18,10 @@ pub fn tiny_layout() -> BitsAllocator {
         .unwrap()
 }
 
-/// What a command printed, after asserting it succeeded (its stderr as the message).
-pub fn success_stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The IDs a successful `uidgen next` printed, one a line.
-pub fn printed_ids(out: &Output) -> Vec<u64> {
-    success_stdout(out)
-        .lines()
-        .map(|line| line.parse().expect("an ID a line"))
-        .collect()
-}
-
 /// Asserts a registry's overflow: `worker_id` handed out, past the layout's `max_worker_id`.
 pub fn assert_overflow(err: &WorkerIdError, worker_id: u64, max_worker_id: u64) {
     match err {
-        WorkerIdError::TooLarge {
+        WorkerIdError::RegistryExhausted {
             worker_id: got,
             max_worker_id: max,
             ..

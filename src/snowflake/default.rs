@@ -1,11 +1,12 @@
 //! [`DefaultUidGenerator`]: each ID computed on demand under a lock.
 
-use crate::bits::BitsAllocator;
+use super::end_warning::EndWarning;
+use super::rollback::RollbackStrategy;
+use super::{base_builder_methods, GeneratorBase};
 use crate::clock::Clock;
-use crate::end_warning::EndWarning;
 use crate::error::{ConfigError, UidError};
-use crate::generator::{base_builder_methods, GeneratorBase, UidGenerator};
-use crate::rollback::RollbackStrategy;
+use crate::generator::UidGenerator;
+use crate::layout::BitsAllocator;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::fmt;
@@ -72,7 +73,9 @@ enum Step {
     WaitUntil { until_millis: u64, now_millis: u64 },
 }
 
-/// Settings for a [`DefaultUidGenerator`].
+/// Settings for a [`DefaultUidGenerator`]; start from [`DefaultUidGenerator::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build()` is called"]
 pub struct DefaultUidGeneratorBuilder {
     base: GeneratorBase,
     strategy: RollbackStrategy,
@@ -101,8 +104,20 @@ impl DefaultUidGeneratorBuilder {
             RollbackStrategy::SpareWorker { spares } => spares.iter().copied().collect(),
             _ => VecDeque::new(),
         };
-        for &spare in &spares {
+        for (i, &spare) in spares.iter().enumerate() {
             bits.check_worker_id(spare)?;
+            // A spare that repeats the main ID, or another spare, would repeat IDs after
+            // the switch: that worker ID's past ticks are not known.
+            if spare == worker_id || spares.iter().take(i).any(|&s| s == spare) {
+                return Err(ConfigError::OutOfRange {
+                    field: "SpareWorker spares",
+                    value: format!("{spare}"),
+                    limit: format!(
+                        "each spare must differ from the main worker ID ({worker_id}) and from \
+                         every other spare"
+                    ),
+                });
+            }
         }
         Ok(DefaultUidGenerator {
             end_warning: EndWarning::new(&bits, warn_before_end),
@@ -249,27 +264,72 @@ impl DefaultUidGenerator {
     }
 }
 
-impl UidGenerator for DefaultUidGenerator {
-    fn next_uid(&self) -> Result<u64, UidError> {
+/// How long to nap before looking at the clock again: short, so a clock that jumps (or a
+/// test's manual clock) is noticed promptly.
+fn nap(until_millis: u64, now_millis: u64) -> Duration {
+    let remaining = until_millis.saturating_sub(now_millis);
+    if remaining > 1 {
+        Duration::from_millis((remaining - 1).min(5))
+    } else {
+        Duration::from_micros(100)
+    }
+}
+
+impl DefaultUidGenerator {
+    /// The next ID, waiting on the tokio runtime's timer (never blocking its thread) for
+    /// the next tick or for the clock to catch up.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = uidgen::DefaultUidGenerator::builder().worker_id(3).build()?;
+    /// let a = generator.next_uid_async().await?;
+    /// assert!(generator.next_uid_async().await? > a);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn next_uid_async(&self) -> Result<u64, UidError> {
         loop {
             match self.step()? {
                 Step::Issue(uid) => return Ok(uid),
                 Step::WaitUntil {
                     until_millis,
                     now_millis,
-                } => {
-                    // Sleep, not spin: the tick ends on the clock's schedule, not ours.
-                    // Naps are short so a clock that jumps (or a test's manual clock)
-                    // is noticed promptly.
-                    let remaining = until_millis.saturating_sub(now_millis);
-                    let nap = if remaining > 1 {
-                        Duration::from_millis((remaining - 1).min(5))
-                    } else {
-                        Duration::from_micros(100)
-                    };
-                    sync::sleep(nap);
-                }
+                } => tokio::time::sleep(nap(until_millis, now_millis)).await,
             }
+        }
+    }
+}
+
+impl UidGenerator for DefaultUidGenerator {
+    /// Blocks the thread (sleeping, outside the lock) while the tick's sequence is used
+    /// up, or while a `Wait` strategy waits out a rollback.
+    fn next_uid(&self) -> Result<u64, UidError> {
+        loop {
+            match self.step()? {
+                Step::Issue(uid) => return Ok(uid),
+                // Sleep, not spin: the tick ends on the clock's schedule, not ours.
+                Step::WaitUntil {
+                    until_millis,
+                    now_millis,
+                } => sync::sleep(nap(until_millis, now_millis)),
+            }
+        }
+    }
+
+    fn try_next_uid(&self) -> Result<u64, UidError> {
+        match self.step()? {
+            Step::Issue(uid) => Ok(uid),
+            Step::WaitUntil {
+                until_millis,
+                now_millis,
+            } => Err(UidError::WouldBlock {
+                why: "this tick's sequence is used up, or the clock is behind the last tick used",
+                wait: Some(Duration::from_millis(
+                    until_millis.saturating_sub(now_millis),
+                )),
+            }),
         }
     }
 

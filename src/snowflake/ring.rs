@@ -132,16 +132,6 @@ impl RingBuffer {
         tail.saturating_sub(cursor) as usize
     }
 
-    /// Whether no ID is waiting (a snapshot).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes the ring holds on the heap and inline.
-    pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + std::mem::size_of_val(&*self.slots)
-    }
-
     #[inline]
     fn slot(&self, position: u64) -> &AtomicU64 {
         // Masking keeps the index in bounds; the bounds check that remains is one
@@ -234,11 +224,6 @@ pub struct RingProducer {
 }
 
 impl RingProducer {
-    /// The ring this producer fills.
-    pub fn ring(&self) -> &Arc<RingBuffer> {
-        &self.ring
-    }
-
     /// Whether a put would find room (re-reads the takers' cursor only when the ring
     /// looks full).
     pub fn has_room(&mut self) -> bool {
@@ -250,13 +235,8 @@ impl RingProducer {
         self.tail - self.cached_cursor < capacity
     }
 
-    /// Slots free for putting now (re-reads the takers' cursor).
-    pub fn free_slots(&mut self) -> usize {
-        self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
-        (self.ring.capacity() as u64 - (self.tail - self.cached_cursor)) as usize
-    }
-
-    /// Puts one ID, visible to takers at once.
+    /// Puts one ID, visible to takers at once (the loom models' step).
+    #[cfg(uidgen_loom)]
     pub fn put(&mut self, uid: u64) -> Result<(), PutRejected> {
         match self.fill_run(uid, 1) {
             Fill { put: 1, .. } => Ok(()),

@@ -1,14 +1,17 @@
 //! [`CachedUidGenerator`]: IDs taken from a ring that a padding thread keeps full.
 
-use crate::bits::BitsAllocator;
+use super::end_warning::EndWarning;
+use super::local::{self, MAX_THREAD_BATCH};
+use super::padding::{Padder, Schedule, Shared, TickSource};
+use super::reject::{
+    pause_blocking, PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy,
+};
+use super::ring::{RingBuffer, MAX_CAPACITY};
+use super::{base_builder_methods, GeneratorBase};
 use crate::clock::Clock;
-use crate::end_warning::EndWarning;
 use crate::error::{ConfigError, UidError};
-use crate::generator::{base_builder_methods, GeneratorBase, UidGenerator};
-use crate::local::{self, MAX_THREAD_BATCH};
-use crate::padding::{Padder, Schedule, Shared, TickSource};
-use crate::reject::{PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy};
-use crate::ring::{RingBuffer, MAX_CAPACITY};
+use crate::generator::UidGenerator;
+use crate::layout::BitsAllocator;
 use crate::sync::{thread, Arc, Ordering};
 use crossbeam_channel::Sender;
 use std::fmt;
@@ -16,6 +19,9 @@ use std::time::{Duration, Instant};
 
 /// The padding thread's name.
 pub const PADDING_THREAD_NAME: &str = "uidgen-padding";
+
+/// The longest `schedule_interval` or `resync_interval`: a day.
+const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 
 /// Hands out IDs from a lock-free ring of pre-built ones; a padding thread refills it.
 ///
@@ -56,6 +62,7 @@ pub struct CachedUidGenerator {
 
 /// Counters of a [`CachedUidGenerator`], for monitoring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CachedStats {
     /// Slots in the ring.
     pub capacity: usize,
@@ -77,10 +84,12 @@ pub struct CachedStats {
     pub warned_near_end: bool,
 }
 
-/// Settings for a [`CachedUidGenerator`].
+/// Settings for a [`CachedUidGenerator`]; start from [`CachedUidGenerator::builder`].
+#[must_use = "a builder does nothing until `build()` is called"]
 pub struct CachedUidGeneratorBuilder {
     base: GeneratorBase,
     boost_power: u32,
+    ring_capacity: Option<usize>,
     padding_factor: u32,
     thread_batch: usize,
     schedule_interval: Option<Duration>,
@@ -97,6 +106,15 @@ impl CachedUidGeneratorBuilder {
     /// worth (default 3, as UidGenerator). The ring may have at most 2^26 slots.
     pub fn boost_power(mut self, boost_power: u32) -> Self {
         self.boost_power = boost_power;
+        self
+    }
+
+    /// The ring's size in slots, a power of two from 2 to 2^26, in place of
+    /// [`boost_power`](Self::boost_power) (default: none). Use it for layouts with many
+    /// sequence bits, where even one tick's worth of slots is more memory than wanted:
+    /// the padder then puts part of a tick per round.
+    pub fn ring_capacity(mut self, slots: usize) -> Self {
+        self.ring_capacity = Some(slots);
         self
     }
 
@@ -169,20 +187,34 @@ impl CachedUidGeneratorBuilder {
             clock,
             warn_before_end,
         } = self.base;
-        let max_boost = MAX_CAPACITY
-            .trailing_zeros()
-            .saturating_sub(bits.seq_bits());
-        if self.boost_power > max_boost {
-            return Err(ConfigError::OutOfRange {
-                field: "boost_power",
-                value: self.boost_power.to_string(),
-                limit: format!(
-                    "at most {max_boost}: the ring ((max_sequence + 1) << boost_power = \
-                     2^({} + boost_power) slots) may have at most 2^26 slots",
-                    bits.seq_bits()
-                ),
-            });
-        }
+        let capacity = match self.ring_capacity {
+            Some(slots) if !(2..=MAX_CAPACITY).contains(&slots) || !slots.is_power_of_two() => {
+                return Err(ConfigError::OutOfRange {
+                    field: "ring_capacity",
+                    value: slots.to_string(),
+                    limit: format!("a power of two from 2 to {MAX_CAPACITY} (2^26 slots, 512 MiB)"),
+                });
+            }
+            Some(slots) => slots,
+            None => {
+                let max_boost = MAX_CAPACITY
+                    .trailing_zeros()
+                    .saturating_sub(bits.seq_bits());
+                if self.boost_power > max_boost {
+                    return Err(ConfigError::OutOfRange {
+                        field: "boost_power",
+                        value: self.boost_power.to_string(),
+                        limit: format!(
+                            "at most {max_boost}: the ring ((max_sequence + 1) << boost_power = \
+                             2^({} + boost_power) slots) may have at most 2^26 slots; or set \
+                             ring_capacity",
+                            bits.seq_bits()
+                        ),
+                    });
+                }
+                1usize << (bits.seq_bits() + self.boost_power)
+            }
+        };
         if !(1..=99).contains(&self.padding_factor) {
             return Err(ConfigError::OutOfRange {
                 field: "padding_factor",
@@ -201,16 +233,14 @@ impl CachedUidGeneratorBuilder {
             ("schedule_interval", self.schedule_interval),
             ("resync_interval", self.resync_interval),
         ] {
-            if interval.is_some_and(|i| i.is_zero()) {
+            if let Some(interval) = interval.filter(|i| i.is_zero() || *i > MAX_INTERVAL) {
                 return Err(ConfigError::OutOfRange {
                     field,
-                    value: "0s".into(),
-                    limit: "greater than zero".into(),
+                    value: format!("{interval:?}"),
+                    limit: format!("greater than zero and at most {MAX_INTERVAL:?}"),
                 });
             }
         }
-
-        let capacity = 1usize << (bits.seq_bits() + self.boost_power);
         let (ring, producer) = RingBuffer::new(capacity)?;
         let shared = Arc::new(Shared {
             end_warning: EndWarning::new(&bits, warn_before_end),
@@ -238,7 +268,7 @@ impl CachedUidGeneratorBuilder {
         let handle = thread::Builder::new()
             .name(PADDING_THREAD_NAME.into())
             .spawn(move || padder.run(woken, schedule))
-            .map_err(|e| ConfigError::Spawn(e.to_string()))?;
+            .map_err(|e| ConfigError::Spawn(std::sync::Arc::new(e)))?;
 
         Ok(CachedUidGenerator {
             padding_threshold: capacity as u64 * u64::from(self.padding_factor) / 100,
@@ -263,6 +293,7 @@ impl CachedUidGenerator {
         CachedUidGeneratorBuilder {
             base: GeneratorBase::default(),
             boost_power: 3,
+            ring_capacity: None,
             padding_factor: 50,
             thread_batch: 32,
             schedule_interval: None,
@@ -276,31 +307,6 @@ impl CachedUidGenerator {
     /// A generator for `worker_id` with layout `bits` and default settings.
     pub fn new(bits: BitsAllocator, worker_id: u64) -> Result<Self, ConfigError> {
         Self::builder().allocator(bits).worker_id(worker_id).build()
-    }
-
-    /// Fills `out` from the front with consecutive IDs claimed in one atomic step; returns
-    /// how many (at least 1 unless `out` is empty; fewer than `out.len()` when the ring
-    /// held fewer). Errors as [`next_uid`](UidGenerator::next_uid).
-    #[inline]
-    pub fn next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
-        if out.is_empty() {
-            return Ok(0);
-        }
-        // This thread's cached IDs come first: they are older than anything in the ring.
-        let cached = if self.thread_batch > 1 {
-            let generation = self.shared.generation.load(Ordering::Relaxed);
-            local::drain_into(self.instance, generation, out)
-        } else {
-            0
-        };
-        if cached == out.len() {
-            return Ok(cached);
-        }
-        if cached > 0 {
-            // Some IDs already: top up from the ring without waiting.
-            return Ok(cached + self.take_available(&mut out[cached..]).unwrap_or(0));
-        }
-        self.take_into(out)
     }
 
     /// Claims up to `out.len()` IDs from the ring, waiting per the take policy if it is
@@ -394,21 +400,36 @@ impl CachedUidGenerator {
         }
     }
 
+    /// Why an empty ring will stay empty, if it will: the layout's time is used up, or
+    /// the padder is gone.
+    fn empty_for_good(&self) -> Option<UidError> {
+        if self.shared.exhausted.load(Ordering::Acquire) {
+            return Some(self.bits.time_exhausted());
+        }
+        if self.shared.padder_gone.load(Ordering::Acquire) {
+            return Some(UidError::PadderStopped {
+                why: "it exited unexpectedly",
+            });
+        }
+        None
+    }
+
     /// The ring was empty: wake the padder and let the take policy decide how long to wait.
     #[cold]
     #[inline(never)]
     fn take_slow<T>(&self, mut attempt: impl FnMut() -> Option<T>) -> Result<T, UidError> {
         self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
+        let backoff = crossbeam_utils::Backoff::new();
         let mut tries = 0u32;
         loop {
             self.request_padding();
             if let Some(value) = attempt() {
                 return Ok(value);
             }
-            if self.shared.exhausted.load(Ordering::Acquire) {
-                // The flag is set after the last IDs were published: one more look.
-                return attempt().ok_or_else(|| self.bits.time_exhausted());
+            if let Some(err) = self.empty_for_good() {
+                // The flags are set after the last IDs were published: one more look.
+                return attempt().ok_or(err);
             }
             let waited = start.elapsed();
             match self.take_policy.decide(RejectedTake {
@@ -418,6 +439,51 @@ impl CachedUidGenerator {
                 TakeDecision::Retry => tries = tries.saturating_add(1),
                 TakeDecision::Fail => return Err(UidError::BufferExhausted { waited }),
             }
+            pause_blocking(&backoff);
+        }
+    }
+
+    /// The next ID, waiting on the tokio runtime (never blocking its thread) while the
+    /// ring is empty, as long as the take policy allows.
+    ///
+    /// Takes straight from the ring, never from a per-thread batch, so the IDs one task
+    /// gets strictly increase even when the task moves between threads.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generator = uidgen::CachedUidGenerator::builder().worker_id(3).build()?;
+    /// let a = generator.next_uid_async().await?;
+    /// let b = generator.next_uid_async().await?;
+    /// assert!(b > a);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn next_uid_async(&self) -> Result<u64, UidError> {
+        if let Some(uid) = self.take_one() {
+            return Ok(uid);
+        }
+        self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
+        let start = Instant::now();
+        let mut tries = 0u32;
+        loop {
+            self.request_padding();
+            if let Some(uid) = self.take_one() {
+                return Ok(uid);
+            }
+            if let Some(err) = self.empty_for_good() {
+                return self.take_one().ok_or(err);
+            }
+            let waited = start.elapsed();
+            match self.take_policy.decide(RejectedTake {
+                attempt: tries,
+                waited,
+            }) {
+                TakeDecision::Retry => tries = tries.saturating_add(1),
+                TakeDecision::Fail => return Err(UidError::BufferExhausted { waited }),
+            }
+            super::reject::pause_async(tries).await;
         }
     }
 }
@@ -438,6 +504,52 @@ impl UidGenerator for CachedUidGenerator {
             Some(uid) => Ok(uid),
             None => self.take_slow(|| self.take_one()),
         }
+    }
+
+    fn try_next_uid(&self) -> Result<u64, UidError> {
+        if self.thread_batch > 1 {
+            let generation = self.shared.generation.load(Ordering::Relaxed);
+            if let Some(uid) = local::pop(self.instance, generation) {
+                return Ok(uid);
+            }
+        }
+        if let Some(uid) = self.take_one() {
+            return Ok(uid);
+        }
+        self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
+        self.request_padding();
+        if let Some(err) = self.empty_for_good() {
+            return self.take_one().ok_or(err);
+        }
+        Err(UidError::WouldBlock {
+            why: "the ring is empty; its padding thread is refilling it",
+            wait: None,
+        })
+    }
+
+    /// Claims up to `out.len()` consecutive IDs in one atomic step (this thread's cached
+    /// IDs first); returns how many (at least 1 unless `out` is empty; fewer than
+    /// `out.len()` when the ring held fewer). Errors as `next_uid`.
+    #[inline]
+    fn next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        // This thread's cached IDs come first: they are older than anything in the ring.
+        let cached = if self.thread_batch > 1 {
+            let generation = self.shared.generation.load(Ordering::Relaxed);
+            local::drain_into(self.instance, generation, out)
+        } else {
+            0
+        };
+        if cached == out.len() {
+            return Ok(cached);
+        }
+        if cached > 0 {
+            // Some IDs already: top up from the ring without waiting.
+            return Ok(cached + self.take_available(&mut out[cached..]).unwrap_or(0));
+        }
+        self.take_into(out)
     }
 
     fn allocator(&self) -> &BitsAllocator {
@@ -472,5 +584,25 @@ impl fmt::Debug for CachedUidGenerator {
             .field("thread_batch", &self.thread_batch)
             .field("take_policy", &self.take_policy)
             .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for CachedUidGeneratorBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedUidGeneratorBuilder")
+            .field("base", &self.base)
+            .field("boost_power", &self.boost_power)
+            .field("ring_capacity", &self.ring_capacity)
+            .field("padding_factor", &self.padding_factor)
+            .field("thread_batch", &self.thread_batch)
+            .field("schedule_interval", &self.schedule_interval)
+            .field("resync_interval", &self.resync_interval)
+            .field("max_time_ahead", &self.max_time_ahead)
+            .field("take_policy", &self.take_policy)
+            .field(
+                "put_reject_handler",
+                &self.on_rejected_put.as_ref().map(|_| ".."),
+            )
+            .finish()
     }
 }

@@ -2,8 +2,10 @@
 //! server.
 
 use super::{check_fits, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerNode};
-use crate::bits::BitsAllocator;
-use rusqlite::{params, Connection, TransactionBehavior};
+use crate::layout::BitsAllocator;
+use crate::store::sqlite;
+use crate::store::StoreError;
+use rusqlite::{params, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -50,6 +52,9 @@ pub struct EmbeddedWorkerIdAssigner {
 
 impl EmbeddedWorkerIdAssigner {
     /// The registry in the SQLite file at `path` (created, with its folder, if missing).
+    ///
+    /// The path is checked when an ID is assigned: `:memory:` and `file:` URIs are
+    /// refused there, since every process would get a registry of its own.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -61,14 +66,16 @@ impl EmbeddedWorkerIdAssigner {
     /// The registry at `$UIDGEN_WORKER_DB`, or else `uidgen/workers.sqlite3` under the
     /// user's data directory (`~/.local/share` on Linux).
     pub fn at_default_path() -> Result<Self, WorkerIdError> {
-        Self::default_path()
-            .map(Self::new)
-            .ok_or_else(|| WorkerIdError::Embedded {
+        Self::default_path().map(Self::new).ok_or_else(|| {
+            StoreError::File {
                 path: "(none)".into(),
-                message: format!(
+                problem: format!(
                     "no data directory is known for this user; set {WORKER_DB_ENV} to a file path"
                 ),
-            })
+                source: None,
+            }
+            .into()
+        })
     }
 
     /// Where [`at_default_path`](Self::at_default_path) puts the file, if anywhere.
@@ -80,12 +87,14 @@ impl EmbeddedWorkerIdAssigner {
     }
 
     /// The row this launch inserts (default: [`WorkerNode::from_env`]).
+    #[must_use]
     pub fn node(mut self, node: WorkerNode) -> Self {
         self.node = node;
         self
     }
 
     /// How long to wait for another process holding the file (default 10 s).
+    #[must_use]
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
@@ -96,18 +105,14 @@ impl EmbeddedWorkerIdAssigner {
         &self.path
     }
 
-    fn insert_row(&self) -> Result<i64, String> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create folder {}: {e}", dir.display()))?;
-        }
-        let mut conn = Connection::open(&self.path).map_err(|e| e.to_string())?;
-        conn.busy_timeout(self.busy_timeout)
-            .map_err(|e| e.to_string())?;
+    fn insert_row(&self) -> Result<i64, StoreError> {
+        let failed = |step, e| sqlite::failed(&self.path, step, e);
+        let mut conn = sqlite::open(&self.path, self.busy_timeout)?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| e.to_string())?;
-        tx.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
+            .map_err(|e| failed("locking the registry (BEGIN IMMEDIATE)", e))?;
+        tx.execute_batch(SCHEMA)
+            .map_err(|e| failed("creating WORKER_NODE", e))?;
         tx.execute(
             "INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED)
              VALUES (?1, ?2, ?3, date('now'), datetime('now'), datetime('now'))",
@@ -117,21 +122,33 @@ impl EmbeddedWorkerIdAssigner {
                 self.node.node_type as i32
             ],
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| failed("inserting the worker row", e))?;
         let id = tx.last_insert_rowid();
-        tx.commit().map_err(|e| e.to_string())?;
+        tx.commit().map_err(|e| failed("committing", e))?;
         Ok(id)
+    }
+
+    /// [`assign_worker_id`](WorkerIdAssigner::assign_worker_id) on tokio's blocking
+    /// pool, so an async caller's worker thread never waits on the file lock.
+    #[cfg(feature = "tokio")]
+    pub async fn assign(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, WorkerIdError> {
+        let (this, bits) = (self.clone(), *bits);
+        tokio::task::spawn_blocking(move || this.assign_worker_id(&bits))
+            .await
+            .unwrap_or_else(|join| {
+                Err(StoreError::File {
+                    path: self.path.clone(),
+                    problem: "the blocking task assigning a worker ID failed".into(),
+                    source: Some(Box::new(join)),
+                }
+                .into())
+            })
     }
 }
 
 impl WorkerIdAssigner for EmbeddedWorkerIdAssigner {
     fn assign_worker_id(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, WorkerIdError> {
-        let id = self
-            .insert_row()
-            .map_err(|message| WorkerIdError::Embedded {
-                path: self.path.display().to_string(),
-                message,
-            })?;
+        let id = self.insert_row()?;
         // AUTOINCREMENT IDs start at 1 and are positive.
         let worker_id = u64::try_from(id).unwrap_or(u64::MAX);
         let source = format!(

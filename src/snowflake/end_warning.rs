@@ -1,7 +1,7 @@
 //! A warning, once, when a generator starts handing out IDs from the last stretch of its
 //! layout's time, so operators hear of it before `TimeExhausted`, not at it.
 
-use crate::bits::BitsAllocator;
+use crate::layout::BitsAllocator;
 use crate::sync::{AtomicBool, Ordering};
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! What [`DefaultUidGenerator`](crate::DefaultUidGenerator) does when the clock goes
 //! backwards (NTP corrections, leap seconds, a VM restored from a snapshot).
 
-use crate::bits::BitsAllocator;
+use crate::layout::BitsAllocator;
 use crate::worker::{WorkerIdAssigner, WorkerIdError};
 use std::time::Duration;
 
@@ -38,7 +38,8 @@ pub enum RollbackStrategy {
 
 impl RollbackStrategy {
     /// `SpareWorker` with `count` worker IDs reserved now from `assigner` (the same
-    /// registry that assigned the main one, so no other process can hold them).
+    /// registry that assigned the main one, so no other process can hold them). The
+    /// generator's build refuses spares that repeat the main worker ID or each other.
     pub fn spare_workers(
         assigner: &dyn WorkerIdAssigner,
         bits: &BitsAllocator,

@@ -7,11 +7,11 @@
 //! with the clock, and a clock that goes backwards cannot make it reuse a tick. When the
 //! ring fills mid-tick, the rest of the tick waits for the next round.
 
-use crate::bits::BitsAllocator;
+use super::end_warning::EndWarning;
+use super::reject::{PutRejectHandler, RejectedPut};
+use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
-use crate::end_warning::EndWarning;
-use crate::reject::{PutRejectHandler, RejectedPut};
-use crate::ring::{PutRejected, RingProducer};
+use crate::layout::BitsAllocator;
 use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use crossbeam_utils::CachePadded;
@@ -31,6 +31,9 @@ pub(crate) struct Shared {
     pub(crate) generation: CachePadded<AtomicU64>,
     /// Set when the generator is dropped.
     pub(crate) stop: AtomicBool,
+    /// Set (`Release`) when the padding thread has exited for any reason, so takes fail
+    /// at once instead of waiting for a refill that will never come.
+    pub(crate) padder_gone: AtomicBool,
     /// Set (`Release`, after the last IDs are published) when the layout's last tick
     /// has been padded: an empty ring then means `TimeExhausted`.
     pub(crate) exhausted: AtomicBool,
@@ -70,6 +73,8 @@ pub(crate) struct TickSource {
     capped: bool,
     /// The latest clock reading, to notice rollbacks.
     latest_millis: u64,
+    /// The clock is behind `latest_millis` now: this rollback is already counted and logged.
+    in_rollback: bool,
 }
 
 impl TickSource {
@@ -89,6 +94,7 @@ impl TickSource {
             max_ahead: None,
             capped: false,
             latest_millis: 0,
+            in_rollback: false,
         }
     }
 
@@ -111,11 +117,17 @@ impl TickSource {
     fn observe_now_tick(&mut self, shared: &Shared) -> u64 {
         let now_millis = self.clock.now_millis();
         if now_millis < self.latest_millis {
-            shared.clock_rollbacks.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
-                by_ms = self.latest_millis - now_millis,
-                "uidgen padder saw the clock move backwards; ticks go on from the last one used"
-            );
+            // Once per episode: the clock stays behind for many ticks after one rollback.
+            if !self.in_rollback {
+                self.in_rollback = true;
+                shared.clock_rollbacks.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    by_ms = self.latest_millis - now_millis,
+                    "uidgen padder saw the clock move backwards; ticks go on from the last one used"
+                );
+            }
+        } else {
+            self.in_rollback = false;
         }
         self.latest_millis = self.latest_millis.max(now_millis);
         self.bits.tick_at(now_millis).unwrap_or(0)
@@ -256,6 +268,15 @@ impl Padder {
     /// when the generator is dropped. A panic in a round (a user's reject handler, say)
     /// is logged and the loop goes on: the padder never stays stuck.
     pub(crate) fn run(mut self, wake: Receiver<()>, schedule: Schedule) {
+        /// Marks the padder gone however the loop ends, unwinding included.
+        struct Gone<'a>(&'a AtomicBool);
+        impl Drop for Gone<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let shared = self.shared.clone();
+        let _gone = Gone(&shared.padder_gone);
         let start = Instant::now();
         let mut next_resync = start + schedule.resync_every;
         let mut next_pad = schedule.pad_every.map(|every| start + every);

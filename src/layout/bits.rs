@@ -1,50 +1,16 @@
 //! The ID layout: `sign | time delta | worker id | sequence`, packed into 64 bits.
 
-use crate::clock::{Clock, SystemClock};
-use crate::error::{ConfigError, UidError};
-use crate::parts::UidParts;
-use crate::time::{format_utc, parse_epoch};
+use super::epoch::parse_epoch;
+use super::parts::UidParts;
+use super::unit::TimeUnit;
+use crate::clock::{format_utc, Clock, SystemClock};
+use crate::error::{ConfigError, InvalidUidReason, UidError};
 use std::fmt;
 use std::str::FromStr;
 
 /// Bits available to the three fields: 64 less the sign bit, which stays 0 so every ID
 /// is positive as an `i64` too (Java's `long`, SQL's `BIGINT`).
 pub const TOTAL_BITS: u32 = 63;
-
-/// The length of one tick of the time field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TimeUnit {
-    /// One-second ticks, as UidGenerator.
-    Seconds,
-    /// One-millisecond ticks, as Twitter's snowflake.
-    Milliseconds,
-}
-
-impl TimeUnit {
-    /// Milliseconds in one tick.
-    pub const fn millis(self) -> u64 {
-        match self {
-            TimeUnit::Seconds => 1000,
-            TimeUnit::Milliseconds => 1,
-        }
-    }
-
-    /// "seconds" or "milliseconds".
-    pub const fn name(self) -> &'static str {
-        match self {
-            TimeUnit::Seconds => "seconds",
-            TimeUnit::Milliseconds => "milliseconds",
-        }
-    }
-
-    const fn symbol(self) -> &'static str {
-        match self {
-            TimeUnit::Seconds => "s",
-            TimeUnit::Milliseconds => "ms",
-        }
-    }
-}
 
 /// Well-known layouts. [`Preset::Default`] is ours; the others reproduce other generators'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -324,18 +290,19 @@ impl BitsAllocator {
     pub fn check_alive_at(&self, now_millis: u64) -> Result<(), ConfigError> {
         if self.epoch_millis > now_millis {
             return Err(ConfigError::EpochInFuture {
-                epoch: format_utc(self.epoch_millis, false),
-                now: format_utc(now_millis, false),
+                epoch_millis: self.epoch_millis,
+                now_millis,
             });
         }
         if now_millis > self.last_instant_millis() {
             return Err(ConfigError::LayoutExhausted {
-                layout: self.to_string(),
-                ran_out: format_utc(self.end_millis(), false),
                 time_bits: self.time_bits,
+                worker_bits: self.worker_bits,
+                seq_bits: self.seq_bits,
+                unit: self.unit.symbol(),
+                epoch_millis: self.epoch_millis,
+                end_millis: self.end_millis(),
                 max_delta: self.max_delta,
-                unit: self.unit.name(),
-                epoch: format_utc(self.epoch_millis, false),
             });
         }
         Ok(())
@@ -361,10 +328,7 @@ impl BitsAllocator {
             ("sequence", sequence, self.max_sequence),
         ] {
             if value > max {
-                return Err(UidError::InvalidUid {
-                    input: format!("{field}={value}"),
-                    reason: format!("{field} {value} exceeds its maximum {max}"),
-                });
+                return Err(UidError::FieldTooLarge { field, value, max });
             }
         }
         Ok(self.pack(delta, worker_id, sequence))
@@ -390,7 +354,7 @@ impl BitsAllocator {
         if uid >> TOTAL_BITS != 0 {
             return Err(UidError::InvalidUid {
                 input: uid.to_string(),
-                reason: format!("the sign bit is set; IDs are at most {}", i64::MAX),
+                reason: InvalidUidReason::SignBitSet,
             });
         }
         let delta = self.delta_of(uid);
@@ -404,22 +368,27 @@ impl BitsAllocator {
         })
     }
 
-    /// Reads an ID from text (decimal), naming the input and the limit when it is not one.
+    /// Reads an ID from text (decimal, surrounding white space ignored), naming the
+    /// input and the limit when it is not one.
     pub fn parse_str(&self, input: &str) -> Result<UidParts, UidError> {
-        let invalid = |reason: String| UidError::InvalidUid {
+        let invalid = |reason| UidError::InvalidUid {
             input: input.to_owned(),
             reason,
         };
         let text = input.trim();
+        if text.is_empty() {
+            return Err(invalid(InvalidUidReason::Empty));
+        }
         if text.starts_with('-') {
-            return Err(invalid(format!(
-                "IDs are never negative; expected 0..={}",
-                i64::MAX
-            )));
+            return Err(invalid(InvalidUidReason::Negative));
+        }
+        // `u64::from_str` accepts a leading '+'; an ID is digits only.
+        if !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid(InvalidUidReason::NotDecimal));
         }
         let uid: u64 = text
             .parse()
-            .map_err(|e| invalid(format!("not a decimal integer in 0..={} ({e})", i64::MAX)))?;
+            .map_err(|_| invalid(InvalidUidReason::NotDecimal))?;
         self.parse(uid)
     }
 
@@ -428,8 +397,8 @@ impl BitsAllocator {
     pub fn tick_at(&self, now_millis: u64) -> Result<u64, UidError> {
         let since = now_millis.checked_sub(self.epoch_millis).ok_or_else(|| {
             UidError::ClockBeforeEpoch {
-                now: format_utc(now_millis, true),
-                epoch: format_utc(self.epoch_millis, true),
+                now_millis,
+                epoch_millis: self.epoch_millis,
             }
         })?;
         Ok(since / self.unit.millis())
@@ -438,7 +407,7 @@ impl BitsAllocator {
     /// The error for a delta past [`max_delta`](Self::max_delta).
     pub(crate) fn time_exhausted(&self) -> UidError {
         UidError::TimeExhausted {
-            last_instant: self.format_instant(self.last_instant_millis()),
+            last_instant_millis: self.last_instant_millis(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! `uidgen`: generate, parse and inspect IDs from the command line.
 
-mod bench_cli;
+mod bench;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{self, BufWriter, Write};
@@ -283,7 +283,7 @@ fn run(command: Command) -> Result<ExitCode, AnyError> {
             }
             let bits = layout.builder()?.build()?;
             let worker_id = worker.assign(&bits)?.worker_id;
-            let options = bench_cli::BenchOptions {
+            let options = bench::BenchOptions {
                 threads: usize::from(threads),
                 duration: std::time::Duration::from_secs_f64(seconds),
                 batch: batch as usize,
@@ -297,11 +297,11 @@ fn run(command: Command) -> Result<ExitCode, AnyError> {
             let report = match generator {
                 GeneratorKind::Cached => {
                     let cached = CachedUidGenerator::new(bits, worker_id)?;
-                    bench_cli::run("cached", &cached, Some(&cached), &options, &progress)
+                    bench::run("cached", &cached, Some(&cached), &options, &progress)
                 }
                 GeneratorKind::Default => {
                     let default = DefaultUidGenerator::new(bits, worker_id)?;
-                    bench_cli::run("default", &default, None, &options, &progress)
+                    bench::run("default", &default, None, &options, &progress)
                 }
             };
             if json {
