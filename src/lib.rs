@@ -102,6 +102,11 @@ pub use worker::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SC
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
 pub use worker::{NodeType, WorkerNode};
 
+/// The repository README's examples, run as doctests so they cannot drift.
+#[cfg(all(doctest, feature = "sqlite"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// The ring buffer, public only for uidgen's loom model checks (`loom-tests/`).
 #[cfg(uidgen_loom)]
 #[doc(hidden)]

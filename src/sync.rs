@@ -33,6 +33,19 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Locks `mutex` if that needs no wait: a few tries, then `None` while another thread
+/// holds it (recovering from poisoning as [`lock`] does).
+pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    for _ in 0..16 {
+        match mutex.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => std::hint::spin_loop(),
+        }
+    }
+    None
+}
+
 /// Sleeps the calling thread; under loom, where time does not pass, yields instead.
 pub(crate) fn sleep(duration: std::time::Duration) {
     #[cfg(uidgen_loom)]

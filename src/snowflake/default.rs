@@ -166,9 +166,18 @@ impl DefaultUidGenerator {
     }
 
     fn step(&self) -> Result<Step, UidError> {
+        self.step_locked(&mut sync::lock(&self.state))
+    }
+
+    /// [`step`](Self::step) if the lock is free; `None` while another thread holds it
+    /// (it may have been preempted there, so waiting could take a scheduler slice).
+    fn try_step(&self) -> Option<Result<Step, UidError>> {
+        sync::try_lock(&self.state).map(|mut state| self.step_locked(&mut state))
+    }
+
+    fn step_locked(&self, state: &mut TickState) -> Result<Step, UidError> {
         // The clock is read under the lock: read outside, a thread could hold an older
         // reading than the tick another thread already used, and see a false rollback.
-        let mut state = sync::lock(&self.state);
         let now_millis = self.clock.now_millis();
         let wall_tick = match (self.bits.tick_at(now_millis), &self.strategy) {
             // Before the epoch: a logical clock can still go on from its last tick.
@@ -180,7 +189,7 @@ impl DefaultUidGenerator {
         match state.last_tick {
             Some(last) if wall_tick < last => {
                 let by = Duration::from_millis(state.latest_millis - now_millis);
-                self.note_rollback(&mut state, by);
+                self.note_rollback(state, by);
                 match &self.strategy {
                     RollbackStrategy::Fail => return Err(UidError::ClockMovedBackwards { by }),
                     RollbackStrategy::Wait { max } if by > *max => {
@@ -226,7 +235,7 @@ impl DefaultUidGenerator {
                 }
                 if tick > wall_tick {
                     // `Continue` on a logical clock: never wait for a clock that is behind.
-                    return Ok(Step::Issue(self.start_tick(&mut state, last + 1)));
+                    return Ok(Step::Issue(self.start_tick(state, last + 1)));
                 }
                 Ok(Step::WaitUntil {
                     until_millis: self.bits.tick_start_millis(last + 1),
@@ -237,7 +246,7 @@ impl DefaultUidGenerator {
                 if tick > self.bits.max_delta() {
                     return Err(self.bits.time_exhausted());
                 }
-                Ok(Step::Issue(self.start_tick(&mut state, tick)))
+                Ok(Step::Issue(self.start_tick(state, tick)))
             }
         }
     }
@@ -291,12 +300,16 @@ impl DefaultUidGenerator {
     #[cfg(feature = "tokio")]
     pub async fn next_uid_async(&self) -> Result<u64, UidError> {
         loop {
-            match self.step()? {
-                Step::Issue(uid) => return Ok(uid),
-                Step::WaitUntil {
-                    until_millis,
-                    now_millis,
-                } => tokio::time::sleep(nap(until_millis, now_millis)).await,
+            match self.try_step() {
+                Some(step) => match step? {
+                    Step::Issue(uid) => return Ok(uid),
+                    Step::WaitUntil {
+                        until_millis,
+                        now_millis,
+                    } => tokio::time::sleep(nap(until_millis, now_millis)).await,
+                },
+                // Another thread holds the lock: let the runtime run something else.
+                None => tokio::task::yield_now().await,
             }
         }
     }
@@ -319,7 +332,13 @@ impl UidGenerator for DefaultUidGenerator {
     }
 
     fn try_next_uid(&self) -> Result<u64, UidError> {
-        match self.step()? {
+        let Some(step) = self.try_step() else {
+            return Err(UidError::WouldBlock {
+                why: "another thread holds the generator's lock",
+                wait: None,
+            });
+        };
+        match step? {
             Step::Issue(uid) => Ok(uid),
             Step::WaitUntil {
                 until_millis,

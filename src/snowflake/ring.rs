@@ -77,6 +77,7 @@ pub struct Taken {
 
 /// Why the ring refused a put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PutRejected {
     /// Every slot holds an ID not yet taken.
     Full,
@@ -211,6 +212,23 @@ impl RingBuffer {
     }
 }
 
+impl std::fmt::Debug for RingBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingBuffer")
+            .field("capacity", &self.capacity())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for RingProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingProducer")
+            .field("tail", &self.tail)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The one handle that puts into a [`RingBuffer`]; not `Clone`, so single-producer is
 /// a fact of the types, not a convention.
 pub struct RingProducer {
@@ -251,7 +269,7 @@ impl RingProducer {
     /// Consecutive IDs are what a padder makes within one tick, so this one tight loop
     /// (check the slot is empty, store) is the whole of the producer's work per ID.
     pub fn fill_run(&mut self, first: u64, count: u64) -> Fill {
-        if first.checked_add(count).map_or(true, |end| end > FILLED) {
+        if first.checked_add(count).is_none_or(|end| end > FILLED) {
             return Fill {
                 put: 0,
                 stopped_by: Some(PutRejected::SignBitSet),
@@ -294,7 +312,7 @@ impl RingProducer {
                 break Some(PutRejected::SlotBusy);
             }
         };
-        if (self.tail - start) % PUBLISH_EVERY != 0 {
+        if !(self.tail - start).is_multiple_of(PUBLISH_EVERY) {
             ring.tail.store(self.tail, Ordering::Release);
         }
         Fill {

@@ -1,0 +1,62 @@
+//! What a `CachedUidGenerator` does when its ring is empty (take policies) or a padding
+//! round is cut short (the put reject handler).
+//! Run: `cargo run -p uidgen --example reject_policies`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use uidgen::{
+    CachedUidGenerator, ManualClock, TakeDecision, TakeRejectPolicy, UidError, UidGenerator,
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // A clock that never moves and no borrowing ahead of it: after the first tick's IDs
+    // the ring stays empty, so every take is refused.
+    let starved = |policy| {
+        CachedUidGenerator::builder()
+            .clock(ManualClock::starting_now())
+            .max_time_ahead(Duration::ZERO)
+            .thread_batch(1)
+            .take_reject_policy(policy)
+            .build()
+    };
+
+    // Fail fast: an error at once, for callers that have something better to do.
+    let generator = starved(TakeRejectPolicy::fail_fast())?;
+    let mut handed_out = 0;
+    let err = loop {
+        match generator.next_uid() {
+            Ok(_) => handed_out += 1,
+            Err(err) => break err,
+        }
+    };
+    println!("fail_fast: {handed_out} IDs, then: {err}");
+    assert!(matches!(err, UidError::BufferExhausted { .. }));
+
+    // Your own: count refusals, retry three times (the generator backs off between
+    // tries), then give up.
+    let refusals = Arc::new(AtomicU64::new(0));
+    let counted = refusals.clone();
+    let generator = starved(TakeRejectPolicy::custom(move |rejected| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        if rejected.attempt < 3 {
+            TakeDecision::Retry
+        } else {
+            TakeDecision::Fail
+        }
+    }))?;
+    while generator.next_uid().is_ok() {}
+    println!(
+        "custom: gave up after {} refusals",
+        refusals.load(Ordering::Relaxed)
+    );
+    assert_eq!(refusals.load(Ordering::Relaxed), 4);
+
+    // A handler for padding rounds stopped at a slot a taker still holds (rare: a taker
+    // preempted mid-take). The default counts it and logs at debug.
+    let generator = CachedUidGenerator::builder()
+        .put_reject_handler(|rejected| eprintln!("padding stopped at {}", rejected.uid))
+        .build()?;
+    println!("with a put handler: {}", generator.next_uid()?);
+    Ok(())
+}
