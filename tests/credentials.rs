@@ -12,7 +12,10 @@ const SECRET: &str = "SECRETPW";
 fn mysql_port() -> String {
     std::env::var("UIDGEN_MYSQL_URL")
         .ok()
-        .and_then(|url| url.rsplit_once(':').map(|(_, rest)| rest.split('/').next().unwrap_or("3306").to_owned()))
+        .and_then(|url| {
+            url.rsplit_once(':')
+                .map(|(_, rest)| rest.split('/').next().unwrap_or("3306").to_owned())
+        })
         .filter(|p| p.parse::<u16>().is_ok())
         .unwrap_or_else(|| "3306".into())
 }
@@ -94,11 +97,18 @@ fn the_errors_still_say_what_went_wrong() {
     .unwrap()
     .assign_worker_id(&bits)
     .unwrap_err();
-    assert!(wrong.to_string().contains("wrong user name or password"), "{wrong}");
-    let unparsable = MySqlWorkerIdAssigner::new(&format!("mysql:u:{SECRET}@127.0.0.1/db")).unwrap_err();
+    assert!(
+        wrong.to_string().contains("wrong user name or password"),
+        "{wrong}"
+    );
+    let unparsable =
+        MySqlWorkerIdAssigner::new(&format!("mysql:u:{SECRET}@127.0.0.1/db")).unwrap_err();
     assert!(unparsable.to_string().contains("not shown"), "{unparsable}");
     let query = MySqlWorkerIdAssigner::new(&format!("mysql://u@127.0.0.1:1/db?password={SECRET}"))
         .map(|_| String::new())
         .unwrap_or_else(|e| e.to_string());
-    assert!(query.is_empty() || query.contains("password=***"), "{query}");
+    assert!(
+        query.is_empty() || query.contains("password=***"),
+        "{query}"
+    );
 }
