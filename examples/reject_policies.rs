@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use uidgen::{
-    CachedUidGenerator, ManualClock, TakeDecision, TakeRejectPolicy, UidError, UidGenerator,
+    CachedUidGenerator, ManualClock, PutRejected, TakeDecision, TakeRejectPolicy, UidError,
+    UidGenerator,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,11 +53,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     assert_eq!(refusals.load(Ordering::Relaxed), 4);
 
-    // A handler for padding rounds stopped at a slot a taker still holds (rare: a taker
-    // preempted mid-take). The default counts it and logs at debug.
+    // A handler for padding rounds that leave room unfilled: here the time-ahead cap
+    // holds (the clock never moves). The default counts it and logs at debug.
+    let held_back = Arc::new(AtomicU64::new(0));
+    let seen = held_back.clone();
     let generator = CachedUidGenerator::builder()
-        .put_reject_handler(|rejected| eprintln!("padding stopped at {}", rejected.uid))
+        .clock(ManualClock::starting_now())
+        .max_time_ahead(Duration::ZERO)
+        .take_reject_policy(TakeRejectPolicy::fail_fast())
+        .put_reject_handler(move |rejected| {
+            assert_eq!(rejected.reason, PutRejected::TimeAheadCap);
+            seen.fetch_add(1, Ordering::Relaxed);
+        })
         .build()?;
-    println!("with a put handler: {}", generator.next_uid()?);
+    while generator.next_uid().is_ok() {}
+    std::thread::sleep(Duration::from_millis(50));
+    println!(
+        "put handler: {} rounds held back by the cap",
+        held_back.load(Ordering::Relaxed)
+    );
+    assert!(held_back.load(Ordering::Relaxed) > 0);
     Ok(())
 }

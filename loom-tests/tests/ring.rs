@@ -1,5 +1,7 @@
-//! Model checks of `uidgen::ring` on a 4-slot ring. Run through `scripts/test`, or:
+//! Model checks of `uidgen::ring` on a 4-slot ring; under loom the producer publishes
+//! every 2 puts, so a run of 3 crosses a publish point. Run through `scripts/test`, or:
 //! `RUSTFLAGS="--cfg uidgen_loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p uidgen-loom-tests --profile loom`
+//! `scripts/loom-mutants` breaks the ring in each documented way and requires these to fail.
 #![cfg(uidgen_loom)]
 
 use loom::thread;
@@ -85,7 +87,7 @@ fn full_and_empty_are_reported() {
 }
 
 #[test]
-fn a_slot_is_not_refilled_before_its_taker_reads_it() {
+fn a_taker_never_reads_the_next_laps_id() {
     loom::model(|| {
         let (ring, mut producer) = RingBuffer::new(4).unwrap();
         for uid in 1..=4 {
@@ -95,17 +97,17 @@ fn a_slot_is_not_refilled_before_its_taker_reads_it() {
             let ring = ring.clone();
             thread::spawn(move || ring.take().unwrap().uid)
         };
-        // Racing the taker for slot 0: the producer may find the ring still full, the
-        // slot still held (claimed, not yet read), or free; it must never overwrite the
-        // ID before the taker has read it (UidGenerator's issue #105).
+        // Racing the taker for slot 0: the producer may refill it only once position 0
+        // is claimed, and a claim comes after its read, so the taker reads ID 1, never 5.
         let padder = thread::spawn(move || producer.put(5));
         let outcome = padder.join().unwrap();
-        assert_eq!(taker.join().unwrap(), 1, "the taker read the first ID put");
+        assert_eq!(
+            taker.join().unwrap(),
+            1,
+            "the taker read the ID at its position"
+        );
         assert!(
-            matches!(
-                outcome,
-                Ok(()) | Err(PutRejected::Full | PutRejected::SlotBusy)
-            ),
+            matches!(outcome, Ok(()) | Err(PutRejected::Full)),
             "{outcome:?}"
         );
         let mut rest = [0u64; 4];
@@ -116,6 +118,63 @@ fn a_slot_is_not_refilled_before_its_taker_reads_it() {
             &[2, 3, 4]
         };
         assert_eq!(&rest[..n], expected);
+    });
+}
+
+#[test]
+fn a_run_longer_than_the_publish_interval_is_seen_whole_and_in_order() {
+    loom::model(|| {
+        let (ring, mut producer) = RingBuffer::new(4).unwrap();
+        let taker = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                for _ in 0..2 {
+                    let mut out = [0u64; 2];
+                    let (n, _) = ring.take_batch(&mut out);
+                    got.extend_from_slice(&out[..n]);
+                }
+                got
+            })
+        };
+        // Three consecutive IDs: published after the second and at the end.
+        let fill = producer.fill_run(10, 3);
+        assert_eq!((fill.put, fill.stopped_by), (3, None));
+        let got = taker.join().unwrap();
+        assert!(
+            got.iter().enumerate().all(|(i, &uid)| uid == 10 + i as u64),
+            "a taker saw a slot before its ID was written: {got:?}"
+        );
+        let mut rest = [0u64; 4];
+        let (n, _) = ring.take_batch(&mut rest);
+        let mut all = got;
+        all.extend_from_slice(&rest[..n]);
+        assert_eq!(all, [10, 11, 12]);
+    });
+}
+
+#[test]
+fn a_producer_lapping_the_ring_never_overwrites_an_unclaimed_id() {
+    loom::model(|| {
+        let (ring, mut producer) = RingBuffer::new(4).unwrap();
+        assert_eq!(producer.fill_run(1, 3).put, 3);
+        let taker = {
+            let ring = ring.clone();
+            thread::spawn(move || ring.take().map(|t| t.uid))
+        };
+        // Room for one, or two if the taker claims first: never more.
+        let fill = producer.fill_run(4, 3);
+        let taken = taker.join().unwrap();
+        let mut rest = [0u64; 4];
+        let (n, _) = ring.take_batch(&mut rest);
+        let mut all: Vec<u64> = taken.into_iter().collect();
+        all.extend_from_slice(&rest[..n]);
+        let put: Vec<u64> = (1..4 + fill.put as u64).collect();
+        assert_eq!(
+            all, put,
+            "every ID put is taken once, in order (put {})",
+            fill.put
+        );
     });
 }
 

@@ -72,7 +72,8 @@ pub struct CachedStats {
     pub padding_rounds: u64,
     /// Calls that found the ring empty (each counted once, however long it waited).
     pub rejected_takes: u64,
-    /// Padding rounds that stopped at a slot a taker still held.
+    /// Padding rounds that left room unfilled: the time-ahead cap held, or the layout ran
+    /// out (see [`put_reject_handler`](CachedUidGeneratorBuilder::put_reject_handler)).
     pub rejected_puts: u64,
     /// IDs dropped unissued because their tick passed while they waited in the ring.
     pub discarded_stale: u64,
@@ -82,6 +83,10 @@ pub struct CachedStats {
     pub clock_rollbacks: u64,
     /// Whether the near-the-end-of-layout warning has been logged.
     pub warned_near_end: bool,
+    /// Ring positions ever claimed: IDs taken (including those parked in per-thread
+    /// batches) plus IDs dropped as stale by the padder. Divided by the IDs a caller
+    /// received, it gives ring slots used per ID.
+    pub claimed: u64,
 }
 
 /// Settings for a [`CachedUidGenerator`]; start from [`CachedUidGenerator::builder`].
@@ -124,12 +129,21 @@ impl CachedUidGeneratorBuilder {
         self
     }
 
-    /// How many IDs a thread claims from the ring at once, to hand out from a
-    /// thread-local cache (1 to 64, default 32; 1 turns the cache off).
+    /// Per-thread batches, an opt-in (1 to 64; default 1, off): a thread claims up to
+    /// this many IDs from the ring with one atomic step and hands them out from a
+    /// thread-local cache.
     ///
-    /// One claim is one atomic compare-and-swap, which costs as much as the rest of a
-    /// take; batching makes `next_uid` a few plain loads and stores. A thread's unused
-    /// IDs are dropped (never issued) when it ends or at the next resync.
+    /// **The guarantee it weakens:** without batches, any ID returned after another (in
+    /// real time, on any thread) is larger; with them, only each thread's own IDs
+    /// increase, and an ID made later on another thread (or in an async task that moved
+    /// threads) can be smaller. What it gains: `next_uid` is a few plain loads and stores
+    /// instead of one CAS on a shared cursor.
+    ///
+    /// IDs not issued: a batch starts at 1 and doubles with each refill, so a thread that
+    /// ends leaves fewer than this many unused (none if it took one ID). A thread keeps
+    /// batches for up to 4 generators at once; a fifth evicts the least recently refilled
+    /// (whose unused IDs are never issued). IDs whose tick has passed a resync are skipped
+    /// (`discarded_stale`).
     pub fn thread_batch(mut self, ids: usize) -> Self {
         self.thread_batch = ids;
         self
@@ -168,8 +182,9 @@ impl CachedUidGeneratorBuilder {
         self
     }
 
-    /// Called on the padding thread when a round stops at a refused put (default: count
-    /// it and log at `debug`).
+    /// Called on the padding thread when a round leaves room in the ring unfilled: the
+    /// time-ahead cap holds, or the layout has run out (default: count it and log at
+    /// `debug`). A panic in it is caught and logged; padding goes on.
     pub fn put_reject_handler(
         mut self,
         handler: impl Fn(RejectedPut) + Send + Sync + 'static,
@@ -226,7 +241,7 @@ impl CachedUidGeneratorBuilder {
             return Err(ConfigError::OutOfRange {
                 field: "thread_batch",
                 value: self.thread_batch.to_string(),
-                limit: format!("from 1 (no thread-local cache) to {MAX_THREAD_BATCH}"),
+                limit: format!("from 1 (no per-thread batches) to {MAX_THREAD_BATCH}"),
             });
         }
         for (field, interval) in [
@@ -295,7 +310,7 @@ impl CachedUidGenerator {
             boost_power: 3,
             ring_capacity: None,
             padding_factor: 50,
-            thread_batch: 32,
+            thread_batch: 1,
             schedule_interval: None,
             resync_interval: None,
             max_time_ahead: None,
@@ -338,13 +353,41 @@ impl CachedUidGenerator {
         })
     }
 
+    /// The first tick whose IDs are fresh (see resync).
+    #[inline]
+    fn stale_before(&self) -> u64 {
+        self.shared.stale_before.load(Ordering::Relaxed)
+    }
+
+    /// This thread's next cached ID, if it has a fresh one.
+    #[inline]
+    fn pop_local(&self) -> Option<u64> {
+        let (stale_before, bits) = (self.stale_before(), &self.bits);
+        let mut skipped = 0;
+        let uid = local::pop(
+            self.instance,
+            |id| bits.delta_of(id) >= stale_before,
+            &mut skipped,
+        );
+        self.count_skipped(skipped);
+        uid
+    }
+
+    #[inline]
+    fn count_skipped(&self, skipped: u64) {
+        if skipped > 0 {
+            self.shared.discarded.fetch_add(skipped, Ordering::Relaxed);
+        }
+    }
+
     /// Claims a batch from the ring for this thread's cache and returns its first ID.
     #[inline(never)]
-    fn next_uid_refilling_thread_batch(&self, generation: u64) -> Result<u64, UidError> {
+    fn next_uid_refilling_thread_batch(&self) -> Result<u64, UidError> {
         let mut batch = [0u64; MAX_THREAD_BATCH];
-        let batch = &mut batch[..self.thread_batch];
+        let size = local::refill_size(self.instance, self.thread_batch);
+        let batch = &mut batch[..size];
         let n = self.take_into(batch)?;
-        local::store(self.instance, generation, &batch[1..n]);
+        local::store(self.instance, &batch[1..n], self.thread_batch);
         Ok(batch[0])
     }
 
@@ -362,6 +405,14 @@ impl CachedUidGenerator {
         Duration::from_millis(padded.saturating_sub(now) * self.bits.unit().millis())
     }
 
+    /// Not API: a take that runs `stall` after reading its slot and before claiming it,
+    /// so tests can stop a taker at the one point where a claim-then-read ring would
+    /// hold everyone up. `None` when the ring is empty.
+    #[doc(hidden)]
+    pub fn take_stalled_for_tests(&self, stall: impl FnMut()) -> Option<u64> {
+        self.ring.take_with(stall).map(|taken| taken.uid)
+    }
+
     /// Counters for monitoring.
     pub fn stats(&self) -> CachedStats {
         let shared = &*self.shared;
@@ -374,6 +425,7 @@ impl CachedUidGenerator {
             discarded_stale: shared.discarded.load(Ordering::Relaxed),
             clock_rollbacks: shared.clock_rollbacks.load(Ordering::Relaxed),
             warned_near_end: shared.end_warning.has_warned(),
+            claimed: self.ring.claimed(),
         }
     }
 
@@ -389,9 +441,13 @@ impl CachedUidGenerator {
         }
     }
 
-    /// Wakes the padder unless a wake-up is already pending.
+    /// Wakes the padder unless a wake-up is already pending, or it is waiting for the
+    /// clock (the time-ahead cap), when it wakes itself.
     #[inline]
     fn request_padding(&self) {
+        if self.shared.capped.load(Ordering::Relaxed) {
+            return;
+        }
         let requested = &self.shared.padding_requested;
         // The load keeps takers below the threshold from writing the shared line.
         if !requested.load(Ordering::Relaxed) && !requested.swap(true, Ordering::AcqRel) {
@@ -492,13 +548,10 @@ impl UidGenerator for CachedUidGenerator {
     #[inline]
     fn next_uid(&self) -> Result<u64, UidError> {
         if self.thread_batch > 1 {
-            // Read before claiming: a batch claimed before a resync is tagged with the
-            // old generation and so dropped by it (see `local.rs`).
-            let generation = self.shared.generation.load(Ordering::Relaxed);
-            if let Some(uid) = local::pop(self.instance, generation) {
+            if let Some(uid) = self.pop_local() {
                 return Ok(uid);
             }
-            return self.next_uid_refilling_thread_batch(generation);
+            return self.next_uid_refilling_thread_batch();
         }
         match self.take_one() {
             Some(uid) => Ok(uid),
@@ -508,8 +561,7 @@ impl UidGenerator for CachedUidGenerator {
 
     fn try_next_uid(&self) -> Result<u64, UidError> {
         if self.thread_batch > 1 {
-            let generation = self.shared.generation.load(Ordering::Relaxed);
-            if let Some(uid) = local::pop(self.instance, generation) {
+            if let Some(uid) = self.pop_local() {
                 return Ok(uid);
             }
         }
@@ -537,8 +589,16 @@ impl UidGenerator for CachedUidGenerator {
         }
         // This thread's cached IDs come first: they are older than anything in the ring.
         let cached = if self.thread_batch > 1 {
-            let generation = self.shared.generation.load(Ordering::Relaxed);
-            local::drain_into(self.instance, generation, out)
+            let (stale_before, bits) = (self.stale_before(), &self.bits);
+            let mut skipped = 0;
+            let n = local::drain_into(
+                self.instance,
+                |id| bits.delta_of(id) >= stale_before,
+                &mut skipped,
+                out,
+            );
+            self.count_skipped(skipped);
+            n
         } else {
             0
         };

@@ -12,7 +12,7 @@ use super::reject::{PutRejectHandler, RejectedPut};
 use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
 use crate::layout::BitsAllocator;
-use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use crossbeam_utils::CachePadded;
 use std::panic::{self, AssertUnwindSafe};
@@ -26,9 +26,9 @@ pub(crate) struct Shared {
     /// request made during a round gets a round of its own. At most one wake-up is
     /// sent per round however many takers cross the threshold.
     pub(crate) padding_requested: CachePadded<AtomicBool>,
-    /// Bumped by every resync round, after it drops stale IDs from the ring: per-thread
-    /// batches claimed under an older generation are dropped (see `local.rs`).
-    pub(crate) generation: CachePadded<AtomicU64>,
+    /// The tick below which an ID is stale: set by every resync round, after it drops
+    /// such IDs from the ring, so per-thread batches skip theirs too (see `local.rs`).
+    pub(crate) stale_before: CachePadded<AtomicU64>,
     /// Set when the generator is dropped.
     pub(crate) stop: AtomicBool,
     /// Set (`Release`) when the padding thread has exited for any reason, so takes fail
@@ -39,8 +39,11 @@ pub(crate) struct Shared {
     pub(crate) exhausted: AtomicBool,
     /// The newest tick padded, for `time_ahead()`.
     pub(crate) padded_tick: AtomicU64,
-    /// Padding rounds that stopped at a slot a taker still held.
+    /// Padding rounds that left room in the ring unfilled (time-ahead cap, layout end).
     pub(crate) rejected_puts: AtomicU64,
+    /// The last round stopped at the time-ahead cap: the padder is waiting for the clock
+    /// and wakes itself, so takes need not wake it.
+    pub(crate) capped: AtomicBool,
     /// `next_uid`/`next_uids` calls that found the ring empty.
     pub(crate) rejected_takes: AtomicU64,
     /// Padding rounds run.
@@ -198,9 +201,6 @@ pub(crate) struct Schedule {
     pub(crate) resync_every: Duration,
 }
 
-/// How many times a round retries a slot still held by a taker before reporting it.
-const BUSY_SLOT_RETRIES: u32 = 64;
-
 impl Padder {
     /// One padding round: optionally drop IDs whose tick has passed, then fill the ring.
     pub(crate) fn round(&mut self, resync: bool) {
@@ -220,14 +220,19 @@ impl Padder {
                     .fetch_add(dropped as u64, Ordering::Relaxed);
                 tracing::trace!(dropped, "dropped IDs whose tick has passed");
             }
-            // After the drop: a thread that claimed stale IDs before it sees the bump.
-            shared.generation.fetch_add(1, Ordering::Release);
+            // Per-thread batches skip IDs below it from now on.
+            shared.stale_before.fetch_max(now, Ordering::Relaxed);
         }
-        let mut retries = 0;
         // Room first, then a run: a tick is started only when it has somewhere to go,
         // so `padded_tick` (and `time_ahead`) never counts a tick the ring does not hold.
+        let mut held_back = None;
         while self.producer.has_room() {
             let Some((first, count)) = self.source.next_run(shared) else {
+                held_back = Some(if self.source.exhausted {
+                    PutRejected::LayoutExhausted
+                } else {
+                    PutRejected::TimeAheadCap
+                });
                 break;
             };
             let fill = self.producer.fill_run(first, count);
@@ -235,22 +240,25 @@ impl Padder {
             match fill.stopped_by {
                 // The tick is used up: go on with the next.
                 None => continue,
-                Some(PutRejected::SlotBusy) if retries < BUSY_SLOT_RETRIES => {
-                    // A taker claimed this slot's last ID and has not read it yet; it is
-                    // a few instructions from done unless it was preempted.
-                    retries += 1;
-                    sync::thread::yield_now();
-                }
                 Some(PutRejected::Full) => break,
                 Some(reason) => {
-                    shared.rejected_puts.fetch_add(1, Ordering::Relaxed);
-                    let uid = first + fill.put as u64;
-                    match &self.on_rejected_put {
-                        Some(handler) => handler(RejectedPut { uid, reason }),
-                        None => tracing::debug!(uid, ?reason, "padding stopped at a busy slot"),
-                    }
+                    held_back = Some(reason);
                     break;
                 }
+            }
+        }
+        // Takes do not wake a padder that is waiting for the clock: it looks again on its
+        // own timer (`capped_retry`), and a wake-up per take would be a storm.
+        shared.capped.store(
+            held_back == Some(PutRejected::TimeAheadCap),
+            Ordering::Relaxed,
+        );
+        if let Some(reason) = held_back {
+            shared.rejected_puts.fetch_add(1, Ordering::Relaxed);
+            let free_slots = self.producer.free_slots();
+            match &self.on_rejected_put {
+                Some(handler) => handler(RejectedPut { reason, free_slots }),
+                None => tracing::debug!(?reason, free_slots, "padding held back"),
             }
         }
         if self.source.exhausted {

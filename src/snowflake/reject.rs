@@ -129,20 +129,21 @@ impl fmt::Debug for TakeRejectPolicy {
     }
 }
 
-/// A padding round that stopped short because the ring refused an ID.
+/// A padding round that left room in the ring unfilled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RejectedPut {
-    /// The ID that did not fit. It is not lost: the next round puts it first.
-    pub uid: u64,
-    /// Why the ring refused it.
+    /// Why: the time-ahead cap holds ([`PutRejected::TimeAheadCap`]), or the layout's
+    /// time is used up ([`PutRejected::LayoutExhausted`]).
     pub reason: PutRejected,
+    /// Slots left empty.
+    pub free_slots: usize,
 }
 
-/// Called on the padding thread when a round stops at a refused put.
-///
-/// The padder makes an ID only when the ring has a slot for it, so a full ring refuses
-/// nothing and UidGenerator's "discard the rest of the second" never happens; what is
-/// reported is a slot still held by a taker that has claimed but not yet read it.
-/// The default counts it (see `rejected_puts`) and logs at `debug`.
+/// Called on the padding thread when a round leaves room in the ring it may not fill
+/// (UidGenerator's "rejected put"): the time-ahead cap holds, or the layout has run out.
+/// A full ring is the normal end of a round and is not reported; the padder never makes
+/// an ID without a slot for it, so none is ever thrown away. The default counts it (see
+/// `rejected_puts`) and logs at `debug`. While the cap holds, the padder looks at the
+/// clock every few milliseconds, and each look that finds it still holding is reported.
 pub type PutRejectHandler = Arc<dyn Fn(RejectedPut) + Send + Sync>;

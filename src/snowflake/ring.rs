@@ -4,64 +4,70 @@
 //! # Algorithm
 //!
 //! UidGenerator's `RingBuffer` (a power-of-two array of slots, a `tail` and a `cursor`),
-//! with each slot's flag and value folded into one atomic word, in the manner of the
-//! per-slot stamps of Vyukov's bounded MPMC queue:
+//! with takes made the way single-producer queues' consumers and work-stealing deques'
+//! stealers make them (crossbeam-deque's `Stealer::steal`, Chase–Lev): **read, then
+//! claim**.
 //!
-//! - A slot holds `uid | FILLED` (can take) or `EMPTY` (can put). IDs never use bit 63
-//!   (the sign bit), so the flag costs no space: 8 bytes a slot.
-//! - `tail` counts slots ever put and `cursor` slots ever taken; slot `p & mask` holds
-//!   position `p`. Both are `u64` counters that never wrap (2^64 takes is 584 years at
-//!   10^9 a second). UidGenerator keeps the last index instead; a count is one less
-//!   special case.
-//! - A taker claims position `c` by moving `cursor` from `c` to `c + 1` with a CAS, but
-//!   only while `c < tail`. It then reads the slot and marks it `EMPTY`.
-//! - The producer writes position `p` only when `p - cursor < capacity` **and** the slot
-//!   reads `EMPTY`. The second check closes the race in UidGenerator's take (their
-//!   issue #105): a taker that has claimed position `p - capacity` but not yet read it
-//!   leaves the slot `FILLED`, and the producer stops there rather than overwrite it.
+//! - `tail` counts positions ever published and `cursor` positions ever claimed; slot
+//!   `p & mask` holds position `p`. Both are `u64` counters that never wrap (2^64 takes is
+//!   584 years at 10^9 a second). A slot is just the ID: 8 bytes, no flag.
+//! - A taker reads `cursor` (`c`) and `tail`; if `c < tail` it reads slot `c`, **then**
+//!   claims position `c` by moving `cursor` from `c` to `c + 1` with a CAS. If the CAS
+//!   fails, someone else claimed `c` (or the producer dropped it as stale), and the value
+//!   read is thrown away. A batch reads `n` slots and claims them with one CAS.
+//! - The producer writes position `p` only when `p - cursor < capacity`: the slot's
+//!   previous position has been claimed, and a claimed slot has been read already.
+//!
+//! So a taker holds nothing between its read and its claim. One that is preempted there
+//! (or stopped in a debugger, or running a signal handler) delays no one: the producer
+//! refills past it and other takers claim past it; its CAS then fails and it reads again.
+//! Takers never write slots, so they do not pull the producer's cache lines away from it
+//! either. UidGenerator's take claims first and reads after, which lets the producer
+//! overwrite an unread slot (their issue #105); the fix there, making the producer wait
+//! for the reader, makes one stalled taker stall everyone.
 //!
 //! # Orderings
 //!
 //! | pair | why |
 //! |---|---|
-//! | producer `tail.store(Release)` → taker `tail.load(Acquire)` | the slot writes before the store are visible to a taker that sees the new tail |
-//! | slot load and `EMPTY` store by the taker, slot load by the producer: `Relaxed` | one location: coherence alone orders them. A producer that reads `EMPTY` writes after it in the slot's modification order, and the taker's earlier read cannot see that later write |
-//! | `cursor` CAS and loads: `Relaxed` | the CAS's atomicity gives each position to one taker; the producer reading a stale cursor only sees less room |
+//! | producer's slot writes, then `tail.store(Release)` → taker's `tail.load(Acquire)`, then slot load | a taker that sees the new tail sees the IDs written before it, never an older lap's |
+//! | taker's slot load, then `cursor` CAS (`Release` on success) → producer's `cursor.load(Acquire)`, then slot write | a producer that sees position `c` claimed writes slot `c` only after the claimer's read: the read can never see the next lap's ID. (The `Release` heads a release sequence, so a cursor moved on by later CASes still carries it.) |
+//! | `cursor` loads by takers: `Relaxed` | a stale cursor only makes the CAS fail |
+//! | slot stores and loads: `Relaxed` | ordered by the two pairs above |
 //!
-//! loom checks these (see `loom-tests/`): weaken the tail pair and a taker reads a slot
-//! before its ID is visible.
-//!
-//! Takers never wait for each other. The producer can be held up by a taker that was
-//! preempted between claiming a slot and reading it; it stops at that slot and the
-//! padding thread tries again later.
+//! `loom-tests/` model-checks each row, and `scripts/loom-mutants` weakens each ordering
+//! (and moves the publish before the writes) in a scratch copy and requires a model to fail.
 
 use crate::error::ConfigError;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
-/// Set in a slot that holds an ID to take; never set in an ID (the sign bit).
-const FILLED: u64 = 1 << 63;
-/// A slot with nothing to take.
-const EMPTY: u64 = 0;
+/// No ID uses bit 63 (the sign bit).
+const SIGN_BIT: u64 = 1 << 63;
 
 /// How many puts the producer makes before publishing them, so takers waiting on an
 /// empty ring see IDs during a long fill without the tail's cache line moving per put.
+/// Under loom, small, so the models reach the publish inside a run.
+#[cfg(not(uidgen_loom))]
 const PUBLISH_EVERY: u64 = 1024;
+#[cfg(uidgen_loom)]
+const PUBLISH_EVERY: u64 = 2;
 
 /// The largest ring: 2^26 slots, 512 MiB.
 pub const MAX_CAPACITY: usize = 1 << 26;
 
 /// A power-of-two ring of IDs. Share it (it is `Sync`); take from any thread.
 pub struct RingBuffer {
-    /// Slots ever put: position `tail` is the next to fill. Written only by the
-    /// [`RingProducer`], with `Release` after the slots it publishes; read by takers with
-    /// `Acquire`, which makes those slots' values visible to them.
+    /// Positions ever published: position `tail` is the next to fill. Written only by
+    /// the [`RingProducer`], with `Release` after the slots it publishes; read by takers
+    /// with `Acquire`, which makes those slots' values visible to them.
     tail: CachePadded<AtomicU64>,
-    /// Slots ever claimed by takers: position `cursor` is the next to take. Advanced by
-    /// takers' CAS, never past `tail`; read by the producer to find room. `Relaxed`
-    /// throughout (see the module's table).
+    /// Positions ever claimed: position `cursor` is the next to take. Moved only by CAS
+    /// (takers, and the producer dropping stale IDs), never past `tail`; a successful CAS
+    /// is `Release` after the claimer read its slots, and the producer reads it with
+    /// `Acquire` before overwriting them.
     cursor: CachePadded<AtomicU64>,
-    /// `uid | FILLED` or `EMPTY`; position `p` lives in `slots[p & mask]`.
+    /// Position `p`'s ID lives in `slots[p & mask]`.
     slots: Box<[AtomicU64]>,
     mask: u64,
 }
@@ -75,14 +81,17 @@ pub struct Taken {
     pub remaining: u64,
 }
 
-/// Why the ring refused a put.
+/// Why a padding round put fewer IDs than the ring had room for, or why the ring
+/// refused a put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PutRejected {
-    /// Every slot holds an ID not yet taken.
+    /// Every slot holds an ID not yet taken (the normal end of a round).
     Full,
-    /// The next slot's previous ID has been claimed by a taker that has not read it yet.
-    SlotBusy,
+    /// The time-ahead cap (`max_time_ahead`) holds: the padder waits for the clock.
+    TimeAheadCap,
+    /// The layout's time is used up: no further ID can be made.
+    LayoutExhausted,
     /// The value uses bit 63, which no ID does.
     SignBitSet,
 }
@@ -110,7 +119,7 @@ impl RingBuffer {
         let ring = Arc::new(RingBuffer {
             tail: CachePadded::new(AtomicU64::new(0)),
             cursor: CachePadded::new(AtomicU64::new(0)),
-            slots: (0..capacity).map(|_| AtomicU64::new(EMPTY)).collect(),
+            slots: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
             mask: capacity as u64 - 1,
         });
         let producer = RingProducer {
@@ -140,24 +149,35 @@ impl RingBuffer {
         &self.slots[(position & self.mask) as usize]
     }
 
-    /// Takes the oldest ID, or `None` when the ring is empty. Lock-free.
+    /// Takes the oldest ID, or `None` when the ring is empty. Lock-free; never waits
+    /// for another taker.
     #[inline]
     pub fn take(&self) -> Option<Taken> {
+        self.take_with(|| ())
+    }
+
+    /// [`take`](Self::take), running `between` after the slot is read and before it is
+    /// claimed: tests use it to stall a taker at the one point where a claim-then-read
+    /// ring would stall everyone.
+    #[inline]
+    pub(crate) fn take_with(&self, mut between: impl FnMut()) -> Option<Taken> {
         let mut cursor = self.cursor.load(Ordering::Relaxed);
         loop {
             let tail = self.tail.load(Ordering::Acquire);
             if cursor >= tail {
                 return None;
             }
+            let uid = self.slot(cursor).load(Ordering::Relaxed);
+            between();
             match self.cursor.compare_exchange_weak(
                 cursor,
                 cursor + 1,
-                Ordering::Relaxed,
+                Ordering::Release,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
                     return Some(Taken {
-                        uid: self.read_claimed(cursor),
+                        uid,
                         remaining: tail - cursor - 1,
                     })
                 }
@@ -181,34 +201,24 @@ impl RingBuffer {
                 return (0, 0);
             }
             let n = available.min(out.len() as u64);
+            for (i, out) in out[..n as usize].iter_mut().enumerate() {
+                *out = self.slot(cursor + i as u64).load(Ordering::Relaxed);
+            }
             match self.cursor.compare_exchange_weak(
                 cursor,
                 cursor + n,
-                Ordering::Relaxed,
+                Ordering::Release,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => {
-                    for (i, out) in out[..n as usize].iter_mut().enumerate() {
-                        *out = self.read_claimed(cursor + i as u64);
-                    }
-                    return (n as usize, available - n);
-                }
+                Ok(_) => return (n as usize, available - n),
                 Err(current) => cursor = current,
             }
         }
     }
 
-    /// Reads the ID at a position this thread has claimed, and frees its slot.
-    #[inline]
-    fn read_claimed(&self, position: u64) -> u64 {
-        let slot = self.slot(position);
-        let value = slot.load(Ordering::Relaxed);
-        slot.store(EMPTY, Ordering::Relaxed);
-        debug_assert!(
-            value & FILLED != 0,
-            "position {position} claimed below tail but its slot is empty"
-        );
-        value & !FILLED
+    /// Positions ever claimed (IDs taken plus IDs dropped as stale).
+    pub fn claimed(&self) -> u64 {
+        self.cursor.load(Ordering::Relaxed)
     }
 }
 
@@ -249,8 +259,14 @@ impl RingProducer {
         if self.tail - self.cached_cursor < capacity {
             return true;
         }
-        self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
+        self.cached_cursor = self.ring.cursor.load(Ordering::Acquire);
         self.tail - self.cached_cursor < capacity
+    }
+
+    /// Slots free for putting now (re-reads the takers' cursor).
+    pub fn free_slots(&mut self) -> usize {
+        self.cached_cursor = self.ring.cursor.load(Ordering::Acquire);
+        (self.ring.capacity() as u64 - (self.tail - self.cached_cursor)) as usize
     }
 
     /// Puts one ID, visible to takers at once (the loom models' step).
@@ -262,14 +278,14 @@ impl RingProducer {
         }
     }
 
-    /// Puts the `count` consecutive IDs `first, first + 1, …` until the ring is full or a
-    /// slot is busy; returns how many were put (the first `put` of the run) and why it
-    /// stopped (`None`: the whole run). Takers see the IDs in batches as they are written.
+    /// Puts the `count` consecutive IDs `first, first + 1, …` until the ring is full;
+    /// returns how many were put (the first `put` of the run) and why it stopped (`None`:
+    /// the whole run). Takers see the IDs every [`PUBLISH_EVERY`] puts and at the end.
     ///
-    /// Consecutive IDs are what a padder makes within one tick, so this one tight loop
-    /// (check the slot is empty, store) is the whole of the producer's work per ID.
+    /// Consecutive IDs are what a padder makes within one tick, so this one tight loop of
+    /// stores is the whole of the producer's work per ID.
     pub fn fill_run(&mut self, first: u64, count: u64) -> Fill {
-        if first.checked_add(count).is_none_or(|end| end > FILLED) {
+        if first.checked_add(count).is_none_or(|end| end > SIGN_BIT) {
             return Fill {
                 put: 0,
                 stopped_by: Some(PutRejected::SignBitSet),
@@ -285,7 +301,9 @@ impl RingProducer {
                 break None;
             }
             if self.tail - self.cached_cursor == capacity {
-                self.cached_cursor = ring.cursor.load(Ordering::Relaxed);
+                // Acquire: pairs with the claimers' Release, so their reads of the slots
+                // about to be overwritten are done.
+                self.cached_cursor = ring.cursor.load(Ordering::Acquire);
                 if self.tail - self.cached_cursor == capacity {
                     break Some(PutRejected::Full);
                 }
@@ -294,22 +312,13 @@ impl RingProducer {
             let free = capacity - (self.tail - self.cached_cursor);
             let until_publish = PUBLISH_EVERY - (self.tail - start) % PUBLISH_EVERY;
             let chunk = free.min(end - next).min(until_publish);
-            let mut written = 0;
-            while written < chunk {
-                let slot = ring.slot(self.tail + written);
-                if slot.load(Ordering::Relaxed) != EMPTY {
-                    break;
-                }
-                slot.store((next + written) | FILLED, Ordering::Relaxed);
-                written += 1;
+            for i in 0..chunk {
+                ring.slot(self.tail + i).store(next + i, Ordering::Relaxed);
             }
-            self.tail += written;
-            next += written;
-            if written == until_publish {
+            self.tail += chunk;
+            next += chunk;
+            if chunk == until_publish {
                 ring.tail.store(self.tail, Ordering::Release);
-            }
-            if written < chunk {
-                break Some(PutRejected::SlotBusy);
             }
         };
         if !(self.tail - start).is_multiple_of(PUBLISH_EVERY) {
@@ -324,34 +333,26 @@ impl RingProducer {
     /// Takes, and throws away, the IDs at the head of the ring while `stale` holds for
     /// them; returns how many. The padder uses it to drop IDs whose time has passed.
     ///
-    /// Only the producer may call it: with no put running, the slots between cursor and
-    /// tail cannot change except by being taken, so a CAS from the cursor that was read
-    /// proves the values read since are still the ones at those positions.
+    /// Only the producer may call it, between fills: the slots between cursor and tail
+    /// are then its own writes and cannot change, so reading them needs no claim; the CAS
+    /// claims the stale prefix as a taker's batch would.
     pub fn discard_while(&mut self, mut stale: impl FnMut(u64) -> bool) -> usize {
         let ring = &*self.ring;
+        let mut cursor = ring.cursor.load(Ordering::Relaxed);
         loop {
-            let cursor = ring.cursor.load(Ordering::Relaxed);
             let mut end = cursor;
-            while end < self.tail {
-                let value = ring.slot(end).load(Ordering::Relaxed);
-                // EMPTY: a taker claimed it after our cursor read; the CAS below fails.
-                if value == EMPTY || !stale(value & !FILLED) {
-                    break;
-                }
+            while end < self.tail && stale(ring.slot(end).load(Ordering::Relaxed)) {
                 end += 1;
             }
             if end == cursor {
                 return 0;
             }
-            if ring
+            match ring
                 .cursor
                 .compare_exchange(cursor, end, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
             {
-                for position in cursor..end {
-                    ring.slot(position).store(EMPTY, Ordering::Relaxed);
-                }
-                return (end - cursor) as usize;
+                Ok(_) => return (end - cursor) as usize,
+                Err(current) => cursor = current,
             }
         }
     }

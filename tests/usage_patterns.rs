@@ -1,0 +1,218 @@
+//! The cached generator the ways services use it, not only the benchmark's way: a taker
+//! stalled mid-take, several generators on one thread, short-lived threads, and order
+//! across threads.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+use uidgen::{CachedUidGenerator, UidGenerator};
+
+/// Ring slots taken by callers per ID they received (stale IDs the padder dropped are
+/// counted apart, in `discarded_stale`).
+fn slots_per_id(generator: &CachedUidGenerator, received: u64) -> f64 {
+    let stats = generator.stats();
+    (stats.claimed - stats.discarded_stale) as f64 / received as f64
+}
+
+#[test]
+fn a_taker_stalled_between_read_and_claim_holds_up_no_one() {
+    let generator = Arc::new(CachedUidGenerator::builder().worker_id(1).build().unwrap());
+    let stalled = Arc::new(Barrier::new(2));
+    let staller = {
+        let (generator, stalled) = (generator.clone(), stalled.clone());
+        thread::spawn(move || {
+            let mut first = true;
+            generator.take_stalled_for_tests(|| {
+                if std::mem::take(&mut first) {
+                    stalled.wait();
+                    thread::sleep(Duration::from_secs(1));
+                }
+            })
+        })
+    };
+    stalled.wait();
+    // The staller has read its slot and sleeps before claiming it. Others go on, at a
+    // pace the padder keeps up with even in a debug build (so an empty ring could only
+    // be the staller's doing), yet many laps of the ring in the second.
+    let start = Instant::now();
+    let mut ids = Vec::new();
+    let mut slowest = Duration::ZERO;
+    while start.elapsed() < Duration::from_millis(1100) {
+        for _ in 0..2_000 {
+            let call = Instant::now();
+            ids.push(generator.next_uid().unwrap());
+            slowest = slowest.max(call.elapsed());
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    let late = staller
+        .join()
+        .unwrap()
+        .expect("the stalled taker gets an ID after all");
+    eprintln!(
+        "{} IDs while one taker stalled 1 s; slowest call {slowest:?}",
+        ids.len()
+    );
+    let stats = generator.stats();
+    assert_eq!(stats.rejected_takes, 0, "no taker found the ring empty");
+    assert!(
+        ids.len() > 2 * stats.capacity,
+        "the padder refilled past the stalled slot: {} IDs, ring of {}",
+        ids.len(),
+        stats.capacity
+    );
+    assert!(
+        slowest < Duration::from_millis(1),
+        "a call took {slowest:?}"
+    );
+    // It read position c, where the others' first take then claimed ids[0]; its claim
+    // failed, it read again and got a later ID, unique.
+    assert!(
+        late > ids[0],
+        "{late} vs the value at its first position {}",
+        ids[0]
+    );
+    ids.push(late);
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count);
+}
+
+#[test]
+fn generators_used_in_turn_on_one_thread_use_one_slot_per_id() {
+    for (thread_batch, generators) in [(1, 2), (1, 4), (32, 2), (32, 4)] {
+        let all: Vec<CachedUidGenerator> = (0..generators)
+            .map(|i| {
+                CachedUidGenerator::builder()
+                    .worker_id(i)
+                    .thread_batch(thread_batch)
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let per_generator = 200_000u64;
+        let mut last = vec![0u64; generators as usize];
+        for _ in 0..per_generator {
+            for (g, generator) in all.iter().enumerate() {
+                let id = generator.next_uid().unwrap();
+                assert!(id > last[g], "IDs of one generator on one thread increase");
+                last[g] = id;
+            }
+        }
+        for generator in &all {
+            let ratio = slots_per_id(generator, per_generator);
+            assert!(
+                ratio <= 1.01,
+                "thread_batch {thread_batch}, {generators} in turn: {ratio:.3} slots per ID"
+            );
+        }
+    }
+}
+
+#[test]
+fn twenty_thousand_short_lived_threads_use_one_slot_per_id() {
+    for thread_batch in [1, 32] {
+        let generator = Arc::new(
+            CachedUidGenerator::builder()
+                .thread_batch(thread_batch)
+                .build()
+                .unwrap(),
+        );
+        let before = generator.time_ahead();
+        let mut ids: Vec<u64> = (0..20_000)
+            .map(|_| {
+                let generator = generator.clone();
+                thread::spawn(move || generator.next_uid().unwrap())
+                    .join()
+                    .unwrap()
+            })
+            .collect();
+        let ratio = slots_per_id(&generator, 20_000);
+        assert!(
+            ratio <= 1.01,
+            "thread_batch {thread_batch}: {ratio:.3} slots per ID"
+        );
+        // 20,000 IDs are under 3 ticks of the default layout: no borrowing beyond that.
+        let grown = generator.time_ahead().saturating_sub(before);
+        assert!(grown <= Duration::from_secs(3), "time_ahead grew {grown:?}");
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 20_000);
+    }
+}
+
+/// Thread A takes an ID, then tells thread B, which takes one: `rounds` times. Returns
+/// how often B's ID was not larger than the A's before it.
+fn ping_pong_order_violations(generator: Arc<CachedUidGenerator>, rounds: usize) -> usize {
+    let (to_b, from_a) = mpsc::channel::<u64>();
+    let (to_a, from_b) = mpsc::channel::<()>();
+    let done = Arc::new(AtomicBool::new(false));
+    let b = {
+        let generator = generator.clone();
+        thread::spawn(move || {
+            // One ID first, so the two threads' batches (if any) do not run in step.
+            generator.next_uid().unwrap();
+            let mut violations = 0;
+            for earlier in from_a {
+                if generator.next_uid().unwrap() <= earlier {
+                    violations += 1;
+                }
+                to_a.send(()).unwrap();
+            }
+            violations
+        })
+    };
+    for _ in 0..rounds {
+        to_b.send(generator.next_uid().unwrap()).unwrap();
+        from_b.recv().unwrap();
+    }
+    drop(to_b);
+    done.store(true, Ordering::Relaxed);
+    b.join().unwrap()
+}
+
+#[test]
+fn an_id_returned_after_another_on_any_thread_is_larger() {
+    let default = Arc::new(CachedUidGenerator::builder().build().unwrap());
+    assert_eq!(ping_pong_order_violations(default, 20_000), 0);
+    // The opt-in per-thread batches give this up, as documented: the test can tell.
+    let batched = Arc::new(
+        CachedUidGenerator::builder()
+            .thread_batch(32)
+            .build()
+            .unwrap(),
+    );
+    assert!(ping_pong_order_violations(batched, 20_000) > 0);
+}
+
+#[test]
+fn takes_do_not_wake_a_padder_that_waits_for_the_clock() {
+    use uidgen::{ManualClock, TakeRejectPolicy};
+    // The clock never moves and the padder may not run ahead of it: once the first
+    // tick's IDs are gone, every take finds the ring empty.
+    let generator = CachedUidGenerator::builder()
+        .clock(ManualClock::starting_now())
+        .max_time_ahead(Duration::ZERO)
+        .take_reject_policy(TakeRejectPolicy::fail_fast())
+        .build()
+        .unwrap();
+    while generator.next_uid().is_ok() {}
+    thread::sleep(Duration::from_millis(20));
+    let before = generator.stats().padding_rounds;
+    let start = Instant::now();
+    for _ in 0..5_000 {
+        assert!(generator.next_uid().is_err());
+        thread::sleep(Duration::from_micros(20));
+    }
+    let rounds = generator.stats().padding_rounds - before;
+    // On its own the capped padder looks at the clock every 10 ms (a tenth of a tick,
+    // at most 10 ms); a wake-up per take would be thousands of rounds.
+    let allowed = start.elapsed().as_millis() as u64 / 10 + 3;
+    assert!(
+        rounds <= allowed,
+        "{rounds} padding rounds for 5,000 takes in {:?}",
+        start.elapsed()
+    );
+}
