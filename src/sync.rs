@@ -46,6 +46,18 @@ pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
     None
 }
 
+/// Parks the calling thread until unparked or `timeout` passes (or spuriously); under
+/// loom, where time does not pass, yields instead.
+pub(crate) fn park_timeout(timeout: std::time::Duration) {
+    #[cfg(uidgen_loom)]
+    {
+        let _ = timeout;
+        thread::yield_now();
+    }
+    #[cfg(not(uidgen_loom))]
+    thread::park_timeout(timeout);
+}
+
 /// Sleeps the calling thread; under loom, where time does not pass, yields instead.
 pub(crate) fn sleep(duration: std::time::Duration) {
     #[cfg(uidgen_loom)]

@@ -19,6 +19,16 @@ use uidgen::{
     TimeUnit, UidError, UidGenerator,
 };
 
+/// One test at a time: each runs a 2-worker runtime, and four at once on a 2-core machine
+/// would measure the scheduler, not the generators.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Voluntary context switches of the calling thread so far.
 fn voluntary_switches() -> i64 {
     // SAFETY: `getrusage` only writes the struct we pass, which is zeroed and ours.
@@ -114,6 +124,7 @@ struct Outcome {
 /// Eight tasks call the generators for 2.5 s on a 2-worker runtime while a ticker task
 /// wakes every 5 ms and records how late it ran.
 fn run_load(calls: Calls) -> Outcome {
+    let _alone = one_at_a_time();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -240,6 +251,7 @@ fn the_harness_catches_the_blocking_call() {
 
 #[test]
 fn each_task_sees_its_ids_increase_while_moving_between_threads() {
+    let _alone = one_at_a_time();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -13,7 +13,6 @@ use crate::error::{ConfigError, UidError};
 use crate::generator::UidGenerator;
 use crate::layout::BitsAllocator;
 use crate::sync::{thread, Arc, Ordering};
-use crossbeam_channel::Sender;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -48,7 +47,9 @@ pub struct CachedUidGenerator {
     /// A take that leaves fewer than this many IDs asks for padding.
     padding_threshold: u64,
     shared: Arc<Shared>,
-    wake: Sender<()>,
+    /// The padding thread, to unpark: an atomic swap and a futex wake, so a take that
+    /// asks for padding never waits on a lock.
+    padder_thread: thread::Thread,
     take_policy: TakeRejectPolicy,
     /// IDs a thread claims from the ring at once into its thread-local cache (1: none).
     thread_batch: usize,
@@ -278,18 +279,16 @@ impl CachedUidGeneratorBuilder {
                 (tick / 2).clamp(Duration::from_millis(50), Duration::from_millis(500))
             }),
         };
-        // One pending wake-up is enough: a round serves every request made before it.
-        let (wake, woken) = crossbeam_channel::bounded(1);
         let handle = thread::Builder::new()
             .name(PADDING_THREAD_NAME.into())
-            .spawn(move || padder.run(woken, schedule))
+            .spawn(move || padder.run(schedule))
             .map_err(|e| ConfigError::Spawn(std::sync::Arc::new(e)))?;
 
         Ok(CachedUidGenerator {
             padding_threshold: capacity as u64 * u64::from(self.padding_factor) / 100,
             ring,
             shared,
-            wake,
+            padder_thread: handle.thread().clone(),
             take_policy: self.take_policy,
             thread_batch: self.thread_batch,
             instance: crate::sync::unique_instance_id(),
@@ -451,8 +450,7 @@ impl CachedUidGenerator {
         let requested = &self.shared.padding_requested;
         // The load keeps takers below the threshold from writing the shared line.
         if !requested.load(Ordering::Relaxed) && !requested.swap(true, Ordering::AcqRel) {
-            // Full: a wake-up is already pending, which serves this request too.
-            let _ = self.wake.try_send(());
+            self.padder_thread.unpark();
         }
     }
 
@@ -624,8 +622,7 @@ impl UidGenerator for CachedUidGenerator {
 impl Drop for CachedUidGenerator {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        // Full means a wake-up is pending already; either way the padder sees `stop`.
-        let _ = self.wake.try_send(());
+        self.padder_thread.unpark();
         if let Some(handle) = self.padder.take() {
             // A panic on the padder is caught per round, so join only fails if the
             // thread died some other way; nothing is left to clean up then.

@@ -12,8 +12,7 @@ use super::reject::{PutRejectHandler, RejectedPut};
 use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
 use crate::layout::BitsAllocator;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -22,9 +21,9 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 pub(crate) struct Shared {
     /// Set by the first taker that sees the ring below the padding threshold (and by
-    /// every taker that finds it empty); cleared by the padder as a round starts, so a
-    /// request made during a round gets a round of its own. At most one wake-up is
-    /// sent per round however many takers cross the threshold.
+    /// every taker that finds it empty), which then unparks the padder; cleared by the
+    /// padder as a round starts, so a request made during a round gets a round of its
+    /// own. At most one unpark per round however many takers cross the threshold.
     pub(crate) padding_requested: CachePadded<AtomicBool>,
     /// The tick below which an ID is stale: set by every resync round, after it drops
     /// such IDs from the ring, so per-thread batches skip theirs too (see `local.rs`).
@@ -275,7 +274,7 @@ impl Padder {
     /// The padding thread's loop: a round per wake-up, per schedule, per resync; ends
     /// when the generator is dropped. A panic in a round (a user's reject handler, say)
     /// is logged and the loop goes on: the padder never stays stuck.
-    pub(crate) fn run(mut self, wake: Receiver<()>, schedule: Schedule) {
+    pub(crate) fn run(mut self, schedule: Schedule) {
         /// Marks the padder gone however the loop ends, unwinding included.
         struct Gone<'a>(&'a AtomicBool);
         impl Drop for Gone<'_> {
@@ -293,14 +292,22 @@ impl Padder {
             if self.source.capped {
                 deadline = deadline.min(Instant::now() + schedule.capped_retry);
             }
-            let woken = match wake.recv_deadline(deadline) {
-                Ok(()) => true,
-                Err(RecvTimeoutError::Timeout) => false,
-                Err(RecvTimeoutError::Disconnected) => return,
+            // Parked until a taker asks (it sets the flag, then unparks this thread: an
+            // unpark before the park makes the park return at once, so none is lost), the
+            // generator is dropped, or the deadline passes.
+            let woken = loop {
+                if self.shared.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                if self.shared.padding_requested.load(Ordering::Acquire) {
+                    break true;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break false;
+                }
+                sync::park_timeout(deadline - now);
             };
-            if self.shared.stop.load(Ordering::Acquire) {
-                return;
-            }
             let now = Instant::now();
             let resync = now >= next_resync;
             if resync {
