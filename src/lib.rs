@@ -107,7 +107,8 @@ pub use worker::{NodeType, WorkerNode};
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-/// The ring buffer, public only for uidgen's loom model checks (`loom-tests/`).
+/// The ring buffer and the padder's doorbell, public only for uidgen's loom model checks
+/// (`loom-tests/`).
 #[cfg(uidgen_loom)]
 #[doc(hidden)]
-pub use snowflake::ring;
+pub use snowflake::{doorbell, ring};

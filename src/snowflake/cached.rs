@@ -447,11 +447,7 @@ impl CachedUidGenerator {
         if self.shared.capped.load(Ordering::Relaxed) {
             return;
         }
-        let requested = &self.shared.padding_requested;
-        // The load keeps takers below the threshold from writing the shared line.
-        if !requested.load(Ordering::Relaxed) && !requested.swap(true, Ordering::AcqRel) {
-            self.padder_thread.unpark();
-        }
+        self.shared.doorbell.ring(&self.padder_thread);
     }
 
     /// Why an empty ring will stay empty, if it will: the layout's time is used up, or

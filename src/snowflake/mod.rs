@@ -4,6 +4,10 @@
 
 mod cached;
 mod default;
+#[cfg(not(uidgen_loom))]
+mod doorbell;
+#[cfg(uidgen_loom)]
+pub mod doorbell;
 mod end_warning;
 mod local;
 mod padding;

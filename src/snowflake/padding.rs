@@ -7,12 +7,13 @@
 //! with the clock, and a clock that goes backwards cannot make it reuse a tick. When the
 //! ring fills mid-tick, the rest of the tick waits for the next round.
 
+use super::doorbell::{Doorbell, Wake};
 use super::end_warning::EndWarning;
 use super::reject::{PutRejectHandler, RejectedPut};
 use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
 use crate::layout::BitsAllocator;
-use crate::sync::{self, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -20,11 +21,9 @@ use std::time::{Duration, Instant};
 /// State the takers and the padding thread share.
 #[derive(Default)]
 pub(crate) struct Shared {
-    /// Set by the first taker that sees the ring below the padding threshold (and by
-    /// every taker that finds it empty), which then unparks the padder; cleared by the
-    /// padder as a round starts, so a request made during a round gets a round of its
-    /// own. At most one unpark per round however many takers cross the threshold.
-    pub(crate) padding_requested: CachePadded<AtomicBool>,
+    /// Rung by the first taker that sees the ring below the padding threshold (and by
+    /// every taker that finds it empty); answered by the padder as a round starts.
+    pub(crate) doorbell: Doorbell,
     /// The tick below which an ID is stale: set by every resync round, after it drops
     /// such IDs from the ring, so per-thread batches skip theirs too (see `local.rs`).
     pub(crate) stale_before: CachePadded<AtomicU64>,
@@ -204,7 +203,7 @@ impl Padder {
     /// One padding round: optionally drop IDs whose tick has passed, then fill the ring.
     pub(crate) fn round(&mut self, resync: bool) {
         let shared = &*self.shared;
-        shared.padding_requested.store(false, Ordering::Release);
+        shared.doorbell.answer();
         shared.rounds.fetch_add(1, Ordering::Relaxed);
         if resync {
             // IDs are in tick order in the ring, so the stale ones are a prefix. Dropping
@@ -292,22 +291,15 @@ impl Padder {
             if self.source.capped {
                 deadline = deadline.min(Instant::now() + schedule.capped_retry);
             }
-            // Parked until a taker asks (it sets the flag, then unparks this thread: an
-            // unpark before the park makes the park return at once, so none is lost), the
-            // generator is dropped, or the deadline passes.
-            let woken = loop {
-                if self.shared.stop.load(Ordering::Acquire) {
-                    return;
-                }
-                if self.shared.padding_requested.load(Ordering::Acquire) {
-                    break true;
-                }
-                let now = Instant::now();
-                if now >= deadline {
-                    break false;
-                }
-                sync::park_timeout(deadline - now);
+            let woken = match shared.doorbell.wait(&shared.stop, Some(deadline)) {
+                Wake::Rung => true,
+                Wake::Deadline => false,
+                Wake::Stopped => return,
             };
+            // A pending ring is served first, but a dropped generator needs no round.
+            if shared.stop.load(Ordering::Acquire) {
+                return;
+            }
             let now = Instant::now();
             let resync = now >= next_resync;
             if resync {
