@@ -113,7 +113,7 @@ pub(crate) fn format_utc(unix_millis: u64, with_millis: bool) -> String {
 
 /// [`format_utc`], with milliseconds only when the instant has some.
 pub(crate) fn format_instant(unix_millis: u64) -> String {
-    format_utc(unix_millis, unix_millis % 1000 != 0)
+    format_utc(unix_millis, !unix_millis.is_multiple_of(1000))
 }
 
 #[cfg(test)]

@@ -132,7 +132,7 @@ pub fn run(
                                     }
                                 }
                                 _ => {
-                                    let sampled = calls % SAMPLE_EVERY == 0;
+                                    let sampled = calls.is_multiple_of(SAMPLE_EVERY);
                                     let t = sampled.then(Instant::now);
                                     let uid: Result<u64, UidError> = generator.next_uid();
                                     if let Some(t) = t {

@@ -5,7 +5,6 @@ mod common;
 
 use common::printed_ids;
 use std::collections::{HashMap, HashSet};
-use std::process::{Command, Stdio};
 use uidgen::BitsAllocator;
 
 fn mysql_url() -> String {
@@ -20,20 +19,16 @@ fn eight_processes_started_at_once_print_800k_distinct_ids() {
     let url = mysql_url();
     let children: Vec<_> = (0..8)
         .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_uidgen"))
-                .args([
-                    "next",
-                    "-n",
-                    "100000",
-                    "--mysql-url",
-                    &url,
-                    "--create-table",
-                ])
-                .env_remove("UIDGEN_WORKER_DB")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            common::uidgen(&[
+                "next",
+                "-n",
+                "100000",
+                "--mysql-url",
+                &url,
+                "--create-table",
+            ])
+            .spawn()
+            .unwrap()
         })
         .collect();
     let bits = BitsAllocator::default();

@@ -395,7 +395,7 @@ impl BitsAllocator {
     /// The tick containing `now_millis`, or why there is none.
     #[inline]
     pub fn tick_at(&self, now_millis: u64) -> Result<u64, UidError> {
-        let since = now_millis.checked_sub(self.epoch_millis).ok_or_else(|| {
+        let since = now_millis.checked_sub(self.epoch_millis).ok_or({
             UidError::ClockBeforeEpoch {
                 now_millis,
                 epoch_millis: self.epoch_millis,
@@ -482,7 +482,7 @@ impl fmt::Display for BitsAllocator {
             self.worker_bits,
             self.seq_bits,
             self.unit.symbol(),
-            format_utc(self.epoch_millis, self.epoch_millis % 1000 != 0)
+            format_utc(self.epoch_millis, !self.epoch_millis.is_multiple_of(1000))
         )
     }
 }

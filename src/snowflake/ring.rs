@@ -251,7 +251,7 @@ impl RingProducer {
     /// Consecutive IDs are what a padder makes within one tick, so this one tight loop
     /// (check the slot is empty, store) is the whole of the producer's work per ID.
     pub fn fill_run(&mut self, first: u64, count: u64) -> Fill {
-        if first.checked_add(count).map_or(true, |end| end > FILLED) {
+        if first.checked_add(count).is_none_or(|end| end > FILLED) {
             return Fill {
                 put: 0,
                 stopped_by: Some(PutRejected::SignBitSet),
@@ -294,7 +294,7 @@ impl RingProducer {
                 break Some(PutRejected::SlotBusy);
             }
         };
-        if (self.tail - start) % PUBLISH_EVERY != 0 {
+        if !(self.tail - start).is_multiple_of(PUBLISH_EVERY) {
             ring.tail.store(self.tail, Ordering::Release);
         }
         Fill {
