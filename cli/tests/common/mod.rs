@@ -22,16 +22,21 @@ pub fn private_home() -> &'static Path {
 /// home; stdin empty, stdout and stderr captured.
 pub fn uidgen(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_uidgen"));
-    cmd.args(args)
-        .env_remove("UIDGEN_MYSQL_URL")
+    cmd.args(args);
+    clean(&mut cmd);
+    cmd
+}
+
+/// Gives `cmd` the clean environment and streams of [`uidgen`].
+pub fn clean(cmd: &mut Command) -> &mut Command {
+    cmd.env_remove("UIDGEN_MYSQL_URL")
         .env_remove("UIDGEN_WORKER_DB")
         .env_remove("RUST_LOG")
         .env("HOME", private_home())
         .env("XDG_DATA_HOME", private_home().join("data"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
+        .stderr(Stdio::piped())
 }
 
 /// A fresh registry file in its own temporary folder (kept alive by the returned guard).
