@@ -412,7 +412,9 @@ fn case7_conflicting_settings_are_an_error_naming_both() {
     let (_dir, registry) = temp_registry();
     let db = registry.display().to_string();
     let unreachable = "mysql://u:SECRETPW@127.0.0.1:1/db";
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, [&str; 2])> = vec![
+    // (arguments, environment, the two settings the message must name)
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, [&'a str; 2]);
+    let cases: Vec<Case> = vec![
         (
             vec!["next", "--worker-db", &db],
             vec![("UIDGEN_MYSQL_URL", unreachable)],
