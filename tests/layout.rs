@@ -14,12 +14,19 @@ fn known_answer_from_uidgenerator_readme_layout() {
         (10_498_546, 4, 9)
     );
     assert_eq!(parts.timestamp(), "2017-01-19 12:15:46");
-    let json = serde_json::to_string(&parts).unwrap();
+    // Display is UidGenerator's parseUID JSON.
     assert_eq!(
-        json,
+        parts.to_string(),
         r#"{"UID":"180363646902239241","timestamp":"2017-01-19 12:15:46","workerId":"4","sequence":"9"}"#
     );
-    assert_eq!(parts.to_string(), json);
+    // serde round-trips every field.
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&parts).unwrap();
+        assert!(json.contains(r#""worker_id":4"#), "{json}");
+        let back: uidgen::UidParts = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, parts);
+    }
 }
 
 #[test]

@@ -119,6 +119,10 @@ impl Source {
             Source::Embedded(Some(path)) => {
                 EmbeddedWorkerIdAssigner::new(path).assign_worker_id(bits)?
             }
+            // The library's default path reads UIDGEN_WORKER_DB from the process
+            // environment again; in the binary it is unset or empty here (a value was
+            // taken above), so this is the user's data folder. Tests that inject an
+            // environment always give a registry, and so never get here.
             Source::Embedded(None) => {
                 EmbeddedWorkerIdAssigner::at_default_path()?.assign_worker_id(bits)?
             }
