@@ -289,6 +289,9 @@ fn should_accept(args: &[String]) -> Option<bool> {
             Some(v) => v,
             None => match rest.next() {
                 Some(v) if !v.starts_with('-') || v == "-" => v.as_str(),
+                // Whether clap takes a negative number as a value depends on the
+                // subcommand's other arguments: not modelled.
+                Some(v) if v.parse::<i64>().is_ok() => return None,
                 _ => return Some(false),
             },
         };
