@@ -115,12 +115,13 @@ fn write_chunk(out: &mut dyn Write, chunk: &[u8]) -> Result<(), Failure> {
     out.flush().map_err(Failure::stdout)
 }
 
-/// Writes a message to stderr as one write. Errors are dropped: there is nowhere left to
-/// report them, and the exit status already says something failed.
+/// Writes a message to stderr as one write (through [`Scrubbed`](crate::Scrubbed), which
+/// also cuts over-long lines). Errors are dropped: there is nowhere left to report them,
+/// and the exit status already says something failed.
 pub(crate) fn report(stderr: &mut dyn Write, message: &str) {
-    let mut text = String::with_capacity(message.len() + 9);
-    for line in message.lines() {
-        text.push_str(&cut_line(line));
+    let mut text = String::with_capacity(message.len() + 1);
+    text.push_str(message);
+    if !text.ends_with('\n') {
         text.push('\n');
     }
     let _ = stderr.write_all(text.as_bytes());
@@ -131,13 +132,27 @@ pub(crate) fn report(stderr: &mut dyn Write, message: &str) {
 /// user input echoed back (clap repeats unexpected arguments whole).
 const MAX_LINE_CHARS: usize = 1000;
 
-fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
-    let chars = line.chars().count();
-    if chars <= MAX_LINE_CHARS {
-        return line.into();
+/// `text` with every line longer than [`MAX_LINE_CHARS`] cut short, saying so.
+pub(crate) fn cut_long_lines(text: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if text.len() <= MAX_LINE_CHARS {
+        return text.into();
     }
-    let head: String = line.chars().take(200).collect();
-    format!("{head}… (line cut: {chars} characters)").into()
+    let mut out = Vec::with_capacity(text.len().min(4 * MAX_LINE_CHARS));
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let shown = String::from_utf8_lossy(body);
+        let chars = shown.chars().count();
+        if chars <= MAX_LINE_CHARS {
+            out.extend_from_slice(line);
+            continue;
+        }
+        let head: String = shown.chars().take(200).collect();
+        out.extend_from_slice(format!("{head}… (line cut: {chars} characters)").as_bytes());
+        if line.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+    }
+    out.into()
 }
 
 /// `uidgen: error: cause: cause…`, each cause once.
@@ -209,8 +224,10 @@ mod tests {
 
     #[test]
     fn long_lines_are_cut() {
-        let mut err = Vec::new();
-        report(&mut err, &"x".repeat(100_000));
-        assert!(err.len() < 400, "{}", err.len());
+        let text = format!("short\n{}\nshort\n", "x".repeat(100_000));
+        let cut = cut_long_lines(text.as_bytes());
+        assert!(cut.len() < 400, "{}", cut.len());
+        assert!(cut.starts_with(b"short\nxxx") && cut.ends_with(b"characters)\nshort\n"));
+        assert_eq!(&*cut_long_lines(b"a\nb"), b"a\nb");
     }
 }

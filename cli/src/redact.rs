@@ -57,7 +57,10 @@ fn secrets_in(text: &str, found: &mut Vec<String>) {
     };
     if let Some(at) = text.rfind('@') {
         let before = &text[..at];
-        for (colon, _) in before.match_indices(':') {
+        // The password follows the first, second or third colon (`user:`,
+        // `scheme:user:`, `--opt=scheme:user:`); a few more are looked at, and no more, so
+        // that a hostile argument of many colons cannot make this quadratic.
+        for (colon, _) in before.match_indices(':').take(8) {
             let candidate = &before[colon + 1..];
             // `scheme://user:…`: the part after the scheme's colon is not the password;
             // the part after the user's colon, found next, is.
@@ -67,7 +70,7 @@ fn secrets_in(text: &str, found: &mut Vec<String>) {
         }
     }
     if let Some(query) = text.find('?').map(|q| &text[q + 1..]) {
-        for pair in query.split(['&', ';']) {
+        for pair in query.split(['&', ';']).take(64) {
             if let Some((key, value)) = pair.split_once('=') {
                 if is_credential(key) {
                     add(value.split('#').next().unwrap_or(value));
@@ -146,8 +149,11 @@ impl<W: Write> Scrubbed<W> {
 impl<W: Write> Write for Scrubbed<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // Whole messages are written at once (one write_all per message or log event),
-        // so a secret is never split between two calls.
-        self.inner.write_all(&self.secrets.scrub(buf))?;
+        // so a secret is never split between two calls. Scrubbed before long lines are
+        // cut, so a cut never leaves the first half of a password.
+        let scrubbed = self.secrets.scrub(buf);
+        self.inner
+            .write_all(&crate::output::cut_long_lines(&scrubbed))?;
         Ok(buf.len())
     }
 
@@ -189,6 +195,29 @@ mod tests {
         let scrubbed = String::from_utf8(scrubbed).unwrap();
         assert!(!scrubbed.contains("RETPW"), "{scrubbed}");
         assert!(!scrubbed.contains("SEC"), "{scrubbed}");
+    }
+
+    #[test]
+    fn a_password_where_a_long_line_is_cut_is_hidden_whole() {
+        let url = format!("mysql://u:{}SECRETPW@h/db", "p".repeat(190));
+        let secrets = Arc::new(secrets_of(&[&url]));
+        let mut out = Vec::new();
+        let line = format!("error: unexpected argument '{url}' {}\n", "x".repeat(2000));
+        Scrubbed::new(&mut out, secrets)
+            .write_all(line.as_bytes())
+            .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains("ppppp"), "{out}");
+        assert!(out.contains("line cut"), "{out}");
+    }
+
+    #[test]
+    fn many_colons_are_not_quadratic() {
+        let hostile = format!("{}@h", ":".repeat(200_000));
+        let start = std::time::Instant::now();
+        let secrets = secrets_of(&[&hostile]);
+        assert!(secrets.0.len() <= 16);
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]
