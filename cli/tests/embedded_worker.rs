@@ -5,16 +5,12 @@ mod common;
 use common::{printed_ids, success_stdout};
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use uidgen::BitsAllocator;
 
 fn uidgen(db: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_uidgen"));
-    cmd.args(args)
-        .env("UIDGEN_WORKER_DB", db)
-        .env_remove("UIDGEN_MYSQL_URL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = common::uidgen(args);
+    cmd.env("UIDGEN_WORKER_DB", db);
     cmd
 }
 

@@ -1,0 +1,236 @@
+//! The command line: subcommands and options, as clap reads them.
+//!
+//! Help texts are plain words (clap prints doc comments as they are, backticks included).
+//! Environment variables are read in `worker.rs`, not by clap, so that `run` can be given
+//! an environment of its own and an empty variable counts as unset everywhere.
+
+use clap::builder::NonEmptyStringValueParser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+use uidgen::{ConfigError, LayoutBuilder, Preset, TimeUnit};
+
+#[derive(Parser)]
+#[command(
+    name = "uidgen",
+    version,
+    about = "Unique, time-ordered 64-bit IDs: make them, take them apart, inspect layouts",
+    after_help = "Exit status: 0 on success (also when stdout is closed early, as by head), \
+                  1 when something failed, 2 for a command line that cannot be read.\n\
+                  Logs go to stderr: warnings by default, more with RUST_LOG (e.g. RUST_LOG=debug)."
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Print new IDs, one a line.
+    Next {
+        /// How many IDs (0 checks the settings and takes no worker ID).
+        #[arg(short = 'n', long = "count", default_value_t = 1, value_name = "N")]
+        count: u64,
+        /// Which generator makes the IDs.
+        #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
+        generator: GeneratorKind,
+        /// Print each ID taken apart, as parse prints it, one JSON object a line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        worker: WorkerArgs,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Take IDs apart: one JSON object a line, as UidGenerator's parseUID.
+    Parse {
+        /// The IDs, in decimal. None, or -, reads them from stdin (separated by white space).
+        /// Put -- before IDs that start with a dash.
+        #[arg(value_name = "ID", allow_negative_numbers = true)]
+        uids: Vec<String>,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Take a worker ID for this launch and show it and where it came from.
+    Worker {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        worker: WorkerArgs,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Show a layout, its capacity and when it runs out.
+    Layout {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Measure IDs/s, sampled latency, rejected takes and duplicates on this machine.
+    Bench {
+        /// Which generator makes the IDs.
+        #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
+        generator: GeneratorKind,
+        /// Threads taking IDs at once.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        threads: u16,
+        /// How long to run, in seconds (more than 0, at most 86400).
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// IDs per call: 1 takes them one at a time, more takes batches (cached only).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        batch: u32,
+        /// Skip the duplicate check (it keeps about 16 bytes per run of consecutive IDs).
+        #[arg(long)]
+        no_check: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        worker: WorkerArgs,
+        #[command(flatten)]
+        layout: LayoutArgs,
+    },
+    /// Print a completion script for a shell (e.g. uidgen completions bash > /etc/bash_completion.d/uidgen).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Which generator makes the IDs.
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum GeneratorKind {
+    /// Computes each ID from the clock; at most one tick's sequence per tick.
+    Default,
+    /// Hands IDs out from a ring a padding thread keeps full, borrowing future ticks for large runs.
+    Cached,
+}
+
+/// Where the worker ID comes from: exactly one of a fixed ID, MySQL, or the embedded
+/// registry (the default).
+#[derive(Args)]
+pub(crate) struct WorkerArgs {
+    /// Use this worker ID instead of a registry. No other process may be using it, nor
+    /// have used it within the ticks it borrowed.
+    #[arg(long, value_name = "ID")]
+    pub(crate) worker_id: Option<u64>,
+    /// Take the worker ID from the WORKER_NODE table on MySQL or MariaDB:
+    /// mysql://user[:password]@host[:port]/database. Also read from UIDGEN_MYSQL_URL.
+    /// Needs a uidgen built with the mysql feature.
+    #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) mysql_url: Option<String>,
+    /// With a MySQL URL: create WORKER_NODE if it does not exist.
+    #[arg(long)]
+    pub(crate) create_table: bool,
+    /// With a MySQL URL: the bound on each network step (resolving the host name,
+    /// connecting, each statement), in seconds [default: 5].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub(crate) mysql_timeout: Option<Duration>,
+    /// The embedded registry's SQLite file. Also read from UIDGEN_WORKER_DB.
+    /// Default: uidgen/workers.sqlite3 in the user's data folder (~/.local/share on Linux).
+    #[arg(long, value_name = "FILE", value_parser = parse_path)]
+    pub(crate) worker_db: Option<PathBuf>,
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if (0.001..=3600.0).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err("expected a number of seconds from 0.001 to 3600".into()),
+    }
+}
+
+fn parse_path(text: &str) -> Result<PathBuf, String> {
+    if text.is_empty() {
+        Err("expected a file path, got an empty one".into())
+    } else {
+        Ok(PathBuf::from(text))
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct LayoutArgs {
+    /// A preset (default, uidgenerator, uidgenerator-readme, snowflake, instagram) or bits
+    /// as TIME/WORKER/SEQ adding up to 63, e.g. 29/21/13.
+    #[arg(long, default_value = "default")]
+    pub(crate) layout: String,
+    /// Tick length: s or ms (default: the preset's; seconds for TIME/WORKER/SEQ).
+    #[arg(long, value_parser = parse_unit)]
+    pub(crate) unit: Option<TimeUnit>,
+    /// Epoch as a UTC date (YYYY-MM-DD) or RFC 3339 instant (default: the preset's;
+    /// 2026-01-01 for TIME/WORKER/SEQ).
+    #[arg(long)]
+    pub(crate) epoch: Option<String>,
+}
+
+fn parse_unit(s: &str) -> Result<TimeUnit, String> {
+    match s {
+        "s" | "sec" | "seconds" => Ok(TimeUnit::Seconds),
+        "ms" | "millis" | "milliseconds" => Ok(TimeUnit::Milliseconds),
+        _ => Err("expected s or ms".into()),
+    }
+}
+
+impl LayoutArgs {
+    pub(crate) fn builder(&self) -> Result<LayoutBuilder, ConfigError> {
+        let mut builder = match parse_bits(&self.layout) {
+            Some(bits) => {
+                let (t, w, s) = bits?;
+                Preset::Default.builder().bits(t, w, s)
+            }
+            // Our own error, not the library's: it names the option and cuts long input.
+            None => self
+                .layout
+                .parse::<Preset>()
+                .map_err(|_| ConfigError::OutOfRange {
+                    field: "--layout",
+                    value: shorten(&self.layout),
+                    limit: format!(
+                        "one of {}, or bits as TIME/WORKER/SEQ adding up to 63",
+                        Preset::ALL.map(Preset::name).join(", ")
+                    ),
+                })?
+                .builder(),
+        };
+        if let Some(unit) = self.unit {
+            builder = builder.unit(unit);
+        }
+        if let Some(epoch) = &self.epoch {
+            builder = builder.epoch(epoch);
+        }
+        Ok(builder)
+    }
+}
+
+/// `Some` when `text` looks like TIME/WORKER/SEQ.
+fn parse_bits(text: &str) -> Option<Result<(u32, u32, u32), ConfigError>> {
+    let parts: Vec<&str> = text.split('/').collect();
+    if parts.len() != 3 {
+        return None;
+    }
+    let numbers: Result<Vec<u32>, _> = parts.iter().map(|p| p.trim().parse::<u32>()).collect();
+    Some(match numbers {
+        Ok(n) => Ok((n[0], n[1], n[2])),
+        Err(_) => Err(ConfigError::OutOfRange {
+            field: "--layout",
+            value: shorten(text),
+            limit: "TIME/WORKER/SEQ as three whole numbers adding up to 63, or a preset".into(),
+        }),
+    })
+}
+
+/// User input for a message: quoted, and cut short when long.
+pub(crate) fn shorten(text: &str) -> String {
+    const MAX_CHARS: usize = 64;
+    let chars = text.chars().count();
+    if chars <= MAX_CHARS {
+        format!("{text:?}")
+    } else {
+        let head: String = text.chars().take(MAX_CHARS).collect();
+        format!("{head:?}… ({chars} characters)")
+    }
+}
