@@ -69,7 +69,7 @@ pub(crate) enum Command {
         #[command(flatten)]
         layout: LayoutArgs,
     },
-    /// Measure IDs/s, sampled latency, rejected takes and duplicates on this machine.
+    /// Measure IDs/s, the latency of every call, rejected takes, ring slots per ID and duplicates on this machine.
     Bench {
         /// Which generator makes the IDs.
         #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]

@@ -1,6 +1,8 @@
-//! `uidgen bench`: throughput, sampled latency, rejected takes and an exact duplicate
-//! check, on the user's own machine.
+//! `uidgen bench`: throughput, the latency of every call (an HDR histogram), rejected
+//! takes, ring slots per ID, borrowed time and an exact duplicate check, on the user's own
+//! machine.
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -8,8 +10,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 use uidgen::{CachedUidGenerator, UidError, UidGenerator};
 
-/// One call in this many is timed alone for the latency percentiles.
-const SAMPLE_EVERY: u64 = 1024;
+/// Calls between two looks at the stop flag and the progress counter.
+const CALLS_PER_ROUND: u64 = 1024;
+
+/// A histogram of call times in nanoseconds: 3 significant figures, from 1 ns up to an
+/// hour (a call that took longer is recorded as an hour, and shows in the maximum).
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("the bounds are valid")
+}
 
 /// What one run measured.
 #[derive(Debug, Serialize)]
@@ -21,12 +29,17 @@ pub struct BenchReport {
     pub total_ids: u64,
     pub ids_per_sec: f64,
     pub ids_per_sec_per_thread: Vec<f64>,
-    /// Sampled single-call latency, timer overhead subtracted (single-ID runs only).
+    /// The time of every call, reading the clock included (single-ID runs only).
     pub latency_ns: Option<Percentiles>,
+    /// What reading the clock twice costs here: part of every call time above.
     pub timer_overhead_ns: u64,
     pub errors: u64,
     pub rejected_takes: Option<u64>,
     pub time_ahead_secs: Option<f64>,
+    /// How much `time_ahead` grew per second of the run.
+    pub time_ahead_growth_per_sec: Option<f64>,
+    /// Ring slots taken by callers per ID received (1.0: none wasted).
+    pub slots_per_id: Option<f64>,
     /// IDs handed out more than once (all threads together), or `None` without a check.
     pub duplicates: Option<u64>,
     /// IDs not greater than the previous ID on the same thread.
@@ -38,7 +51,10 @@ pub struct Percentiles {
     pub p50: u64,
     pub p99: u64,
     pub p999: u64,
-    pub samples: usize,
+    pub p9999: u64,
+    pub max: u64,
+    /// Calls recorded: all of them.
+    pub calls: u64,
 }
 
 pub struct BenchOptions {
@@ -56,7 +72,7 @@ struct ThreadResult {
     out_of_order: u64,
     /// Runs of consecutive IDs `(first, count)`, in the order taken.
     runs: Vec<(u64, u64)>,
-    latencies: Vec<u64>,
+    latencies: Option<Histogram<u64>>,
     elapsed: Duration,
 }
 
@@ -83,7 +99,8 @@ impl ThreadResult {
     }
 }
 
-/// The cost of timing one call, measured here: subtracted from the samples.
+/// The cost of timing one call (two clock reads), measured here and reported beside the
+/// call times, which include it.
 fn timer_overhead() -> u64 {
     let mut samples: Vec<u64> = (0..10_001)
         .map(|_| {
@@ -105,6 +122,13 @@ pub fn run(
     progress: &indicatif::ProgressBar,
 ) -> BenchReport {
     let overhead = timer_overhead();
+    let (ahead_before, claimed_before) = cached.map_or((0.0, 0), |c| {
+        let stats = c.stats();
+        (
+            c.time_ahead().as_secs_f64(),
+            stats.claimed - stats.discarded_stale,
+        )
+    });
     let stop = AtomicBool::new(false);
     let taken = AtomicU64::new(0);
     let ready = Barrier::new(options.threads + 1);
@@ -114,12 +138,11 @@ pub fn run(
                 s.spawn(|| {
                     let mut result = ThreadResult::default();
                     let mut batch = vec![0u64; options.batch.max(1)];
+                    let mut histogram = new_histogram();
                     ready.wait();
                     let start = Instant::now();
-                    let mut calls = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..SAMPLE_EVERY {
-                            calls += 1;
+                        for _ in 0..CALLS_PER_ROUND {
                             match (cached, options.batch) {
                                 (Some(cached), batch_len) if batch_len > 1 => {
                                     match cached.next_uids(&mut batch) {
@@ -132,15 +155,12 @@ pub fn run(
                                     }
                                 }
                                 _ => {
-                                    let sampled = calls.is_multiple_of(SAMPLE_EVERY);
-                                    let t = sampled.then(Instant::now);
+                                    let t = Instant::now();
                                     let uid: Result<u64, UidError> = generator.next_uid();
-                                    if let Some(t) = t {
-                                        result.latencies.push(
-                                            (t.elapsed().as_nanos() as u64)
-                                                .saturating_sub(overhead),
-                                        );
-                                    }
+                                    let nanos = t.elapsed().as_nanos();
+                                    histogram.saturating_record(
+                                        u64::try_from(nanos).unwrap_or(u64::MAX).max(1),
+                                    );
                                     match uid {
                                         Ok(uid) => result.record(uid, options.check),
                                         Err(_) => result.errors += 1,
@@ -149,11 +169,12 @@ pub fn run(
                             }
                         }
                         taken.fetch_add(
-                            SAMPLE_EVERY * options.batch.max(1) as u64,
+                            CALLS_PER_ROUND * options.batch.max(1) as u64,
                             Ordering::Relaxed,
                         );
                     }
                     result.elapsed = start.elapsed();
+                    result.latencies = (!histogram.is_empty()).then_some(histogram);
                     result
                 })
             })
@@ -175,12 +196,14 @@ pub fn run(
         .map(|r| r.elapsed.as_secs_f64())
         .fold(0.0, f64::max);
     let total_ids: u64 = results.iter().map(|r| r.ids).sum();
-    let mut latencies: Vec<u64> = results
-        .iter()
-        .flat_map(|r| r.latencies.iter().copied())
-        .collect();
-    latencies.sort_unstable();
-    let pick = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    let mut latencies: Option<Histogram<u64>> = None;
+    for histogram in results.iter().filter_map(|r| r.latencies.as_ref()) {
+        match &mut latencies {
+            // Same bounds on every thread, so adding cannot fail.
+            Some(all) => all.add(histogram).expect("histograms of equal bounds"),
+            None => latencies = Some(histogram.clone()),
+        }
+    }
     BenchReport {
         generator: name.to_owned(),
         threads: options.threads,
@@ -192,16 +215,25 @@ pub fn run(
             .iter()
             .map(|r| r.ids as f64 / r.elapsed.as_secs_f64())
             .collect(),
-        latency_ns: (!latencies.is_empty()).then(|| Percentiles {
-            p50: pick(0.50),
-            p99: pick(0.99),
-            p999: pick(0.999),
-            samples: latencies.len(),
+        latency_ns: latencies.map(|h| Percentiles {
+            p50: h.value_at_quantile(0.50),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+            calls: h.len(),
         }),
         timer_overhead_ns: overhead,
         errors: results.iter().map(|r| r.errors).sum(),
         rejected_takes: cached.map(|c| c.stats().rejected_takes),
         time_ahead_secs: cached.map(|c| c.time_ahead().as_secs_f64()),
+        time_ahead_growth_per_sec: cached
+            .map(|c| (c.time_ahead().as_secs_f64() - ahead_before) / seconds),
+        slots_per_id: cached.map(|c| {
+            let stats = c.stats();
+            (stats.claimed - stats.discarded_stale - claimed_before) as f64
+                / total_ids.max(1) as f64
+        }),
         duplicates: options.check.then(|| count_duplicates(&results)),
         out_of_order: results.iter().map(|r| r.out_of_order).sum(),
     }
@@ -252,10 +284,11 @@ impl std::fmt::Display for BenchReport {
         match &self.latency_ns {
             Some(p) => writeln!(
                 f,
-                "latency        p50 {} ns, p99 {} ns, p99.9 {} ns ({} sampled calls, {} ns timer overhead subtracted)",
-                p.p50, p.p99, p.p999, p.samples, self.timer_overhead_ns
+                "latency        p50 {} ns, p99 {} ns, p99.9 {} ns, p99.99 {} ns, max {} ns \
+                 (every one of {} calls; reading the clock costs {} ns of each)",
+                p.p50, p.p99, p.p999, p.p9999, p.max, p.calls, self.timer_overhead_ns
             )?,
-            None => writeln!(f, "latency        not sampled for batches")?,
+            None => writeln!(f, "latency        not recorded for batches")?,
         }
         if let Some(rejected) = self.rejected_takes {
             writeln!(
@@ -263,11 +296,15 @@ impl std::fmt::Display for BenchReport {
                 "rejected takes {rejected} (calls that found the ring empty and waited)"
             )?;
         }
-        if let Some(ahead) = self.time_ahead_secs {
+        if let (Some(ahead), Some(growth)) = (self.time_ahead_secs, self.time_ahead_growth_per_sec)
+        {
             writeln!(
                 f,
-                "time ahead     {ahead:.0} s at the end (borrowed future ticks)"
+                "time ahead     {ahead:.0} s at the end (borrowed future ticks; {growth:+.1} s per second of the run)"
             )?;
+        }
+        if let Some(slots) = self.slots_per_id {
+            writeln!(f, "ring slots     {slots:.3} per ID received")?;
         }
         writeln!(f, "errors         {}", self.errors)?;
         match self.duplicates {
@@ -307,6 +344,35 @@ mod tests {
             count_duplicates(&[thread_with(&[5, 6]), thread_with(&[7])]),
             0
         );
+    }
+
+    #[test]
+    fn every_call_is_timed_and_a_cached_generator_uses_one_slot_per_id() {
+        let generator = CachedUidGenerator::builder().worker_id(3).build().unwrap();
+        let options = BenchOptions {
+            threads: 2,
+            duration: Duration::from_millis(300),
+            batch: 1,
+            check: true,
+        };
+        let progress = indicatif::ProgressBar::hidden();
+        let report = run("cached", &generator, Some(&generator), &options, &progress);
+        let latency = report
+            .latency_ns
+            .as_ref()
+            .expect("single-ID calls are timed");
+        assert_eq!(
+            latency.calls, report.total_ids,
+            "every call is in the histogram"
+        );
+        assert!(report.total_ids > 0);
+        assert!(latency.p50 <= latency.p99 && latency.p9999 <= latency.max && latency.p50 > 0);
+        let slots = report.slots_per_id.unwrap();
+        assert!((0.999..=1.001).contains(&slots), "{slots} slots per ID");
+        assert_eq!(report.duplicates, Some(0));
+        assert!(report.time_ahead_growth_per_sec.is_some());
+        let shown = report.to_string();
+        assert!(shown.contains("p99.99") && shown.contains("max"), "{shown}");
     }
 
     #[test]
