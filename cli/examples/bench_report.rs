@@ -321,12 +321,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let lat = &run["latency_ns"];
         let _ = writeln!(
             out,
-            "- `uidgen bench --threads {} --batch {}`: {} thread(s), batch {}, {:.1} s: {} IDs/s, latency p50/p99/p99.9 {}/{}/{} ns, {} rejected takes, {} duplicates, {} errors, time ahead {:.0} s at the end",
+            "- `uidgen bench --threads {} --batch {}`: {} thread(s), batch {}, {:.1} s: {} IDs/s, every call's latency p50/p99/p99.9/p99.99/max {}/{}/{}/{}/{} ns, {} rejected takes, {} ring slots per ID, {} duplicates, {} errors, time ahead {:.0} s at the end",
             run["threads"], run["batch"],
             run["threads"], run["batch"], run["seconds"].as_f64().unwrap_or(0.0),
             m(run["ids_per_sec"].as_f64().unwrap_or(0.0)),
-            lat["p50"], lat["p99"], lat["p999"],
-            run["rejected_takes"], run["duplicates"], run["errors"],
+            lat["p50"], lat["p99"], lat["p999"], lat["p9999"], lat["max"],
+            run["rejected_takes"], run["slots_per_id"], run["duplicates"], run["errors"],
             run["time_ahead_secs"].as_f64().unwrap_or(0.0),
         );
     }
