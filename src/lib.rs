@@ -93,7 +93,7 @@ pub use snowflake::{
 #[cfg(feature = "mysql")]
 pub use store::redact_url;
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
-pub use store::{Cause, StoreError};
+pub use store::{is_credential_key, Cause, StoreError};
 #[cfg(feature = "sqlite")]
 pub use worker::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
 pub use worker::{FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError};

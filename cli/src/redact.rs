@@ -72,27 +72,12 @@ fn secrets_in(text: &str, found: &mut Vec<String>) {
     if let Some(query) = text.find('?').map(|q| &text[q + 1..]) {
         for pair in query.split(['&', ';']).take(64) {
             if let Some((key, value)) = pair.split_once('=') {
-                if is_credential(key) {
+                if uidgen::is_credential_key(key) {
                     add(value.split('#').next().unwrap_or(value));
                 }
             }
         }
     }
-}
-
-fn is_credential(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    [
-        "pass",
-        "pwd",
-        "secret",
-        "token",
-        "key",
-        "auth",
-        "credential",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
 }
 
 fn percent_decode(text: &str) -> String {

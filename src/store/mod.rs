@@ -17,6 +17,30 @@ pub use self::url::redact_url;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Whether a URL query parameter (or any key) named `key` may carry a credential, so its
+/// value must never be shown: its name contains `pass`, `pwd`, `secret`, `token`, `key`,
+/// `auth` or `credential`, in any case.
+///
+/// ```
+/// assert!(uidgen::is_credential_key("Password"));
+/// assert!(uidgen::is_credential_key("api_token"));
+/// assert!(!uidgen::is_credential_key("ssl-mode"));
+/// ```
+pub fn is_credential_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "credential",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
 /// The cause of a store error: the driver's or the operating system's own error.
 pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 

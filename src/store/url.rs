@@ -17,7 +17,7 @@
 /// ```
 pub fn redact_url(raw: &str) -> String {
     let hidden = || {
-        if raw.contains('@') || is_secret(raw) {
+        if raw.contains('@') || super::is_credential_key(raw) {
             "(not shown: it does not parse as scheme://user:password@host/path, so its \
              password cannot be found to hide)"
                 .to_owned()
@@ -44,7 +44,7 @@ pub fn redact_url(raw: &str) -> String {
         let pairs: Vec<(String, String)> = url
             .query_pairs()
             .map(|(key, value)| {
-                let value = if is_secret(&key) {
+                let value = if super::is_credential_key(&key) {
                     "***".to_owned()
                 } else {
                     value.into_owned()
@@ -76,22 +76,6 @@ fn percent_decode(text: &str) -> String {
         .next()
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default()
-}
-
-/// Whether a query parameter's value may be a credential.
-fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    [
-        "pass",
-        "pwd",
-        "secret",
-        "token",
-        "key",
-        "auth",
-        "credential",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
 }
 
 #[cfg(test)]
