@@ -29,6 +29,15 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A tokio runtime with 2 worker threads, as on the 2-core machines this is measured on.
+fn two_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Voluntary context switches of the calling thread so far.
 fn voluntary_switches() -> i64 {
     // SAFETY: `getrusage` only writes the struct we pass, which is zeroed and ours.
@@ -125,11 +134,7 @@ struct Outcome {
 /// wakes every 5 ms and records how late it ran.
 fn run_load(calls: Calls) -> Outcome {
     let _alone = one_at_a_time();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = two_worker_runtime();
     let default = Arc::new(DefaultUidGenerator::new(four_a_second(), 1).unwrap());
     let cached = Arc::new(starved_cached());
     let stats = Arc::new(PollStats::default());
@@ -252,11 +257,7 @@ fn the_harness_catches_the_blocking_call() {
 #[test]
 fn each_task_sees_its_ids_increase_while_moving_between_threads() {
     let _alone = one_at_a_time();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = two_worker_runtime();
     let generator = Arc::new(
         CachedUidGenerator::builder()
             .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))

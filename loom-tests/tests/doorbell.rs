@@ -22,16 +22,29 @@ fn padder(bell: Arc<Doorbell>, stop: Arc<AtomicBool>, rounds: Arc<AtomicUsize>) 
     }
 }
 
+type Padding = (
+    Arc<Doorbell>,
+    Arc<AtomicBool>,
+    Arc<AtomicUsize>,
+    thread::JoinHandle<usize>,
+);
+
+/// A doorbell and a padder thread waiting on it.
+fn start_padder() -> Padding {
+    let bell = Arc::new(Doorbell::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let padding = {
+        let (bell, stop, rounds) = (bell.clone(), stop.clone(), rounds.clone());
+        thread::spawn(move || padder(bell, stop, rounds))
+    };
+    (bell, stop, rounds, padding)
+}
+
 #[test]
 fn doorbell_a_ring_is_never_lost() {
     loom::model(|| {
-        let bell = Arc::new(Doorbell::new());
-        let stop = Arc::new(AtomicBool::new(false));
-        let rounds = Arc::new(AtomicUsize::new(0));
-        let padding = {
-            let (bell, stop, rounds) = (bell.clone(), stop.clone(), rounds.clone());
-            thread::spawn(move || padder(bell, stop, rounds))
-        };
+        let (bell, stop, _, padding) = start_padder();
         let padder_thread = padding.thread().clone();
         let taker = {
             let (bell, padder_thread) = (bell.clone(), padder_thread.clone());
@@ -48,13 +61,7 @@ fn doorbell_a_ring_is_never_lost() {
 #[test]
 fn doorbell_a_ring_during_a_round_gets_a_round_of_its_own() {
     loom::model(|| {
-        let bell = Arc::new(Doorbell::new());
-        let stop = Arc::new(AtomicBool::new(false));
-        let rounds = Arc::new(AtomicUsize::new(0));
-        let padding = {
-            let (bell, stop, rounds) = (bell.clone(), stop.clone(), rounds.clone());
-            thread::spawn(move || padder(bell, stop, rounds))
-        };
+        let (bell, stop, rounds, padding) = start_padder();
         let padder_thread = padding.thread().clone();
         bell.ring(&padder_thread);
         // Once the first round has begun, ring again: that needs a second round.
