@@ -31,6 +31,11 @@ const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 /// in [`build`](CachedUidGeneratorBuilder::build), so the first `next_uid` never waits.
 /// Dropping the generator stops and joins the thread.
 ///
+/// Any ID returned after another, on any thread, is larger (unless per-thread batches are
+/// turned on: [`thread_batch`](CachedUidGeneratorBuilder::thread_batch)). A taker reads its
+/// slot before it claims it, so no taker ever waits for another, even one preempted
+/// mid-take.
+///
 /// ```
 /// use uidgen::{BitsAllocator, CachedUidGenerator, UidGenerator};
 ///
