@@ -357,22 +357,19 @@ impl CachedUidGenerator {
         })
     }
 
-    /// The first tick whose IDs are fresh (see resync).
+    /// Whether an ID from a per-thread batch is still fresh: its tick has not been passed
+    /// by a resync (which dropped such IDs from the ring too).
     #[inline]
-    fn stale_before(&self) -> u64 {
-        self.shared.stale_before.load(Ordering::Relaxed)
+    fn is_fresh(&self) -> impl Fn(u64) -> bool + '_ {
+        let stale_before = self.shared.stale_before.load(Ordering::Relaxed);
+        move |id| self.bits.delta_of(id) >= stale_before
     }
 
     /// This thread's next cached ID, if it has a fresh one.
     #[inline]
     fn pop_local(&self) -> Option<u64> {
-        let (stale_before, bits) = (self.stale_before(), &self.bits);
         let mut skipped = 0;
-        let uid = local::pop(
-            self.instance,
-            |id| bits.delta_of(id) >= stale_before,
-            &mut skipped,
-        );
+        let uid = local::pop(self.instance, self.is_fresh(), &mut skipped);
         self.count_skipped(skipped);
         uid
     }
@@ -469,6 +466,22 @@ impl CachedUidGenerator {
         None
     }
 
+    /// Asks the take policy about one more refusal of a take that began at `start`:
+    /// `Ok` to try again (counting the try), or the error to give up with.
+    fn may_retry(&self, start: Instant, tries: &mut u32) -> Result<(), UidError> {
+        let waited = start.elapsed();
+        match self.take_policy.decide(RejectedTake {
+            attempt: *tries,
+            waited,
+        }) {
+            TakeDecision::Retry => {
+                *tries = tries.saturating_add(1);
+                Ok(())
+            }
+            TakeDecision::Fail => Err(UidError::BufferExhausted { waited }),
+        }
+    }
+
     /// The ring was empty: wake the padder and let the take policy decide how long to wait.
     #[cold]
     #[inline(never)]
@@ -486,14 +499,7 @@ impl CachedUidGenerator {
                 // The flags are set after the last IDs were published: one more look.
                 return attempt().ok_or(err);
             }
-            let waited = start.elapsed();
-            match self.take_policy.decide(RejectedTake {
-                attempt: tries,
-                waited,
-            }) {
-                TakeDecision::Retry => tries = tries.saturating_add(1),
-                TakeDecision::Fail => return Err(UidError::BufferExhausted { waited }),
-            }
+            self.may_retry(start, &mut tries)?;
             pause_blocking(&backoff);
         }
     }
@@ -530,14 +536,7 @@ impl CachedUidGenerator {
             if let Some(err) = self.empty_for_good() {
                 return self.take_one().ok_or(err);
             }
-            let waited = start.elapsed();
-            match self.take_policy.decide(RejectedTake {
-                attempt: tries,
-                waited,
-            }) {
-                TakeDecision::Retry => tries = tries.saturating_add(1),
-                TakeDecision::Fail => return Err(UidError::BufferExhausted { waited }),
-            }
+            self.may_retry(start, &mut tries)?;
             super::reject::pause_async(tries).await;
         }
     }
@@ -588,14 +587,8 @@ impl UidGenerator for CachedUidGenerator {
         }
         // This thread's cached IDs come first: they are older than anything in the ring.
         let cached = if self.thread_batch > 1 {
-            let (stale_before, bits) = (self.stale_before(), &self.bits);
             let mut skipped = 0;
-            let n = local::drain_into(
-                self.instance,
-                |id| bits.delta_of(id) >= stale_before,
-                &mut skipped,
-                out,
-            );
+            let n = local::drain_into(self.instance, self.is_fresh(), &mut skipped, out);
             self.count_skipped(skipped);
             n
         } else {
