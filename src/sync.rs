@@ -8,7 +8,7 @@
 #[cfg(uidgen_loom)]
 pub(crate) use loom::{
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{fence, AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, MutexGuard,
     },
     thread,
@@ -17,7 +17,7 @@ pub(crate) use loom::{
 #[cfg(not(uidgen_loom))]
 pub(crate) use std::{
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{fence, AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, MutexGuard,
     },
     thread,

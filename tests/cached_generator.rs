@@ -94,11 +94,13 @@ fn batches_and_single_takes_interleave_without_repeats() {
 }
 
 #[test]
-fn after_three_idle_seconds_ids_carry_the_current_tick() {
+fn after_four_idle_seconds_ids_carry_the_current_tick() {
     let gen = CachedUidGenerator::builder().worker_id(1).build().unwrap();
     let bits = *gen.allocator();
-    gen.next_uid().unwrap(); // this thread now holds a batch from before the pause
-    thread::sleep(Duration::from_secs(3));
+    gen.next_uid().unwrap();
+    // IDs are dropped once their tick is 4 resync intervals (2 s here) behind the clock,
+    // at the next resync: by 4 s every ID from before the pause is gone.
+    thread::sleep(Duration::from_secs(4));
     let now_tick = bits.tick_at(SystemClock.now_millis()).unwrap();
     let delta = bits.parse(gen.next_uid().unwrap()).unwrap().delta;
     assert!(
@@ -347,6 +349,56 @@ fn a_panic_inside_padding_does_not_stop_padding() {
         "the padder did hit the panic"
     );
     assert_all_distinct_positive_and_from(0, gen.allocator(), &mut ids);
+}
+
+#[test]
+fn a_padder_that_dies_turns_takes_into_an_immediate_padder_stopped_error() {
+    /// A panic payload that panics again when dropped: the padder's per-round
+    /// `catch_unwind` catches the first, and dropping the payload kills the thread.
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panicked too");
+        }
+    }
+    // The clock never moves and the padder may not run ahead of it, so once the first
+    // tick is handed out the padder holds back, and calls the handler.
+    let armed = Arc::new(AtomicBool::new(false));
+    let gen = CachedUidGenerator::builder()
+        .allocator(tiny_layout())
+        .clock(ManualClock::new(EPOCH_MS + 1_000_000))
+        .max_time_ahead(Duration::ZERO)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))
+        .put_reject_handler({
+            let armed = armed.clone();
+            move |_| {
+                if armed.load(Ordering::SeqCst) {
+                    std::panic::panic_any(Bomb)
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    // Armed after `build`, whose own first round may hold back already.
+    armed.store(true, Ordering::SeqCst);
+    let start = Instant::now();
+    let error = loop {
+        match gen.next_uid() {
+            Ok(_) => continue,
+            Err(error) => break error,
+        }
+    };
+    assert!(matches!(error, UidError::PadderStopped { .. }), "{error:?}");
+    // Not the take policy's 30 s: the closed ring answers at once.
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(matches!(
+        gen.try_next_uid(),
+        Err(UidError::PadderStopped { .. })
+    ));
 }
 
 #[test]

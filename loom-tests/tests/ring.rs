@@ -5,7 +5,7 @@
 #![cfg(uidgen_loom)]
 
 use loom::thread;
-use uidgen::ring::{PutRejected, RingBuffer};
+use uidgen::ring::{Claimed, PutRejected, RingBuffer};
 
 /// Every ID taken was put, none is taken twice, and none put is lost: takers in other
 /// threads plus a final drain get exactly the IDs the producer put.
@@ -17,19 +17,15 @@ fn assert_taken_exactly_once(put: &[u64], mut taken: Vec<u64>) {
 #[test]
 fn one_padder_two_takers_take_each_id_once() {
     loom::model(|| {
-        let (ring, mut producer) = RingBuffer::new(4).unwrap();
+        let (ring, mut producer) = RingBuffer::new(2).unwrap();
         let takers: Vec<_> = (0..2)
             .map(|_| {
                 let ring = ring.clone();
-                thread::spawn(move || {
-                    (0..2)
-                        .filter_map(|_| ring.take().map(|t| t.uid))
-                        .collect::<Vec<_>>()
-                })
+                thread::spawn(move || ring.take().map(|t| t.uid).into_iter().collect::<Vec<_>>())
             })
             .collect();
-        // Six IDs into four slots: the producer laps the ring while takers read it.
-        let put: Vec<u64> = (1..=6).filter(|&uid| producer.put(uid).is_ok()).collect();
+        // Three IDs into two slots: the producer laps the ring while takers read it.
+        let put: Vec<u64> = (1..=3).filter(|&uid| producer.put(uid).is_ok()).collect();
         let mut taken: Vec<u64> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
         while let Some(t) = ring.take() {
             taken.push(t.uid);
@@ -98,7 +94,8 @@ fn a_taker_never_reads_the_next_laps_id() {
             thread::spawn(move || ring.take().unwrap().uid)
         };
         // Racing the taker for slot 0: the producer may refill it only once position 0
-        // is claimed, and a claim comes after its read, so the taker reads ID 1, never 5.
+        // is claimed, and this take claims only after reading (and checking its read),
+        // so the taker reads ID 1, never 5.
         let padder = thread::spawn(move || producer.put(5));
         let outcome = padder.join().unwrap();
         assert_eq!(
@@ -206,6 +203,108 @@ fn discarding_stale_ids_never_hands_one_out_twice() {
             rest[..n].iter().all(|&uid| uid == 3),
             "a stale ID survived the discard: {:?}",
             &rest[..n]
+        );
+    });
+}
+
+#[test]
+fn a_claimer_lapped_before_it_reads_never_gets_the_next_laps_id() {
+    loom::model(|| {
+        // Two slots, both filled: positions 0 and 1 hold IDs 1 and 2.
+        let (ring, mut producer) = RingBuffer::new(2).unwrap();
+        assert_eq!(producer.fill_run(1, 2).put, 2);
+        let taker = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let position = ring.claim();
+                (position, ring.read_claimed(position))
+            })
+        };
+        // Another claim, then the producer refills whatever positions are claimed:
+        // possibly the taker's, before the taker reads it.
+        let mine = ring.claim();
+        let fill = producer.fill_run(3, 2);
+        let (position, read) = taker.join().unwrap();
+        // Position p holds ID p + 1 on the first lap and p + 3 on the second.
+        match read {
+            Claimed::Taken(taken) => assert_eq!(
+                taken.uid,
+                position + 1,
+                "the taker got another lap's ID for its position"
+            ),
+            Claimed::Lost => assert!(
+                fill.put as u64 > position,
+                "the taker was told it was lapped, but position {position} was not refilled"
+            ),
+            Claimed::NotYet => panic!("position {position} was published before the claim"),
+        }
+        match ring.read_claimed(mine) {
+            Claimed::Taken(taken) => assert_eq!(taken.uid, mine + 1),
+            Claimed::Lost => assert!(fill.put as u64 > mine),
+            Claimed::NotYet => panic!("a published position read as not yet"),
+        }
+    });
+}
+
+#[test]
+fn a_claimer_waiting_on_an_empty_ring_reads_the_id_published_for_it() {
+    loom::model(|| {
+        let (ring, mut producer) = RingBuffer::new(4).unwrap();
+        let taker = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let position = ring.claim();
+                (position, ring.read_claimed(position))
+            })
+        };
+        // Three IDs: published after the second and at the end.
+        assert_eq!(producer.fill_run(1, 3).put, 3);
+        let (position, read) = taker.join().unwrap();
+        let read = match read {
+            // Not published when it looked: it is now.
+            Claimed::NotYet => ring.read_claimed(position),
+            other => other,
+        };
+        match read {
+            Claimed::Taken(taken) => assert_eq!(
+                taken.uid,
+                position + 1,
+                "position {position} read before its ID was written"
+            ),
+            other => panic!("position {position}: {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn a_taker_that_sees_the_ring_closed_has_seen_every_id() {
+    loom::model(|| {
+        let (ring, mut producer) = RingBuffer::new(4).unwrap();
+        let taker = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                loop {
+                    if let Some(taken) = ring.take() {
+                        got.push(taken.uid);
+                    } else if ring.is_closed() {
+                        // The last word: after the close, one more look.
+                        match ring.take() {
+                            Some(taken) => got.push(taken.uid),
+                            None => return got,
+                        }
+                    } else {
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        assert_eq!(producer.fill_run(1, 3).put, 3);
+        drop(producer);
+        assert_eq!(
+            taker.join().unwrap(),
+            [1, 2, 3],
+            "a taker gave up with IDs left"
         );
     });
 }

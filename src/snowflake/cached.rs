@@ -2,11 +2,11 @@
 
 use super::end_warning::EndWarning;
 use super::local::{self, MAX_THREAD_BATCH};
-use super::padding::{Padder, Schedule, Shared, TickSource};
+use super::padding::{Demand, Padder, Schedule, Shared, TickSource};
 use super::reject::{
     pause_blocking, PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy,
 };
-use super::ring::{RingBuffer, MAX_CAPACITY};
+use super::ring::{Claimed, RingBuffer, MAX_CAPACITY};
 use super::{base_builder_methods, GeneratorBase};
 use crate::clock::Clock;
 use crate::error::{ConfigError, UidError};
@@ -24,17 +24,28 @@ const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 
 /// Hands out IDs from a lock-free ring of pre-built ones; a padding thread refills it.
 ///
-/// `next_uid` is one CAS on the hot path: no lock, no clock read, no allocation. The
-/// ring holds `(max_sequence + 1) << boost_power` IDs; when fewer than `padding_factor`%
-/// remain, the first taker to notice wakes the padding thread, which refills it with
-/// "borrowed future ticks" (see [`time_ahead`](Self::time_ahead)). The first fill happens
-/// in [`build`](CachedUidGeneratorBuilder::build), so the first `next_uid` never waits.
-/// Dropping the generator stops and joins the thread.
+/// `next_uid` is one atomic add on the hot path: no lock, no clock read, no allocation.
+/// The ring has room for `(max_sequence + 1) << boost_power` IDs. The padding thread
+/// fills it to about what takers took in the last resync interval (all of it under full
+/// load, borrowing future ticks: see [`time_ahead`](Self::time_ahead); a few hundred IDs
+/// of the current tick under light load), and when fewer than `padding_factor`% of that
+/// remain, the first taker to notice wakes it. The first fill happens in
+/// [`build`](CachedUidGeneratorBuilder::build). Dropping the generator stops and joins
+/// the thread.
 ///
-/// Any ID returned after another, on any thread, is larger (unless per-thread batches are
-/// turned on: [`thread_batch`](CachedUidGeneratorBuilder::thread_batch)). A taker reads its
-/// slot before it claims it, so no taker ever waits for another, even one preempted
-/// mid-take.
+/// **Order:** any ID returned after another, on any thread or task, is larger (unless
+/// per-thread batches are turned on: [`thread_batch`](CachedUidGeneratorBuilder::thread_batch)).
+///
+/// **No taker waits for another:** a taker preempted, or stopped in a debugger, between
+/// claiming its position and reading it holds up neither the padder nor other takers; if
+/// the padder laps the ring meanwhile, the stalled taker claims again (its first ID is
+/// never issued).
+///
+/// **IDs not issued:** a call that fails (the take policy gave up) leaves one, a taker
+/// lapped while stalled leaves one, and IDs still in the ring when their tick is
+/// `4 × resync_interval` behind the clock are dropped (`discarded_stale`). Fills follow
+/// demand (at least 256 IDs), so under a steady rate above 256 IDs per 4 resync intervals
+/// (128 a second by default) none go stale; when load drops, what the ring held may.
 ///
 /// ```
 /// use uidgen::{BitsAllocator, CachedUidGenerator, UidGenerator};
@@ -49,8 +60,6 @@ const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 /// ```
 pub struct CachedUidGenerator {
     ring: Arc<RingBuffer>,
-    /// A take that leaves fewer than this many IDs asks for padding.
-    padding_threshold: u64,
     shared: Arc<Shared>,
     /// The padding thread, to unpark: an atomic swap and a futex wake, so a take that
     /// asks for padding never waits on a lock.
@@ -76,12 +85,14 @@ pub struct CachedStats {
     pub len: usize,
     /// Padding rounds run (including the first, in `build`).
     pub padding_rounds: u64,
-    /// Calls that found the ring empty (each counted once, however long it waited).
+    /// Calls that found the ring empty, or their position lapped (each counted once,
+    /// however long it waited).
     pub rejected_takes: u64,
     /// Padding rounds that left room unfilled: the time-ahead cap held, or the layout ran
     /// out (see [`put_reject_handler`](CachedUidGeneratorBuilder::put_reject_handler)).
     pub rejected_puts: u64,
-    /// IDs dropped unissued because their tick passed while they waited in the ring.
+    /// IDs dropped unissued because their tick was `4 × resync_interval` behind the clock
+    /// while they waited in the ring.
     pub discarded_stale: u64,
     /// Times the padder found the clock behind its previous reading. It reads the clock
     /// once per tick batch, so a rollback shorter than that can go unseen (and cannot
@@ -90,8 +101,8 @@ pub struct CachedStats {
     /// Whether the near-the-end-of-layout warning has been logged.
     pub warned_near_end: bool,
     /// Ring positions ever claimed: IDs taken (including those parked in per-thread
-    /// batches) plus IDs dropped as stale by the padder. Divided by the IDs a caller
-    /// received, it gives ring slots used per ID.
+    /// batches), IDs dropped as stale by the padder, and positions of failed or lapped
+    /// calls. Divided by the IDs callers received, it gives ring slots used per ID.
     pub claimed: u64,
 }
 
@@ -129,7 +140,8 @@ impl CachedUidGeneratorBuilder {
         self
     }
 
-    /// Refill when fewer than this percentage of the slots remain (1 to 99, default 50).
+    /// Refill when fewer than this percentage of the padder's last fill remain (1 to 99,
+    /// default 50).
     pub fn padding_factor(mut self, percent: u32) -> Self {
         self.padding_factor = percent;
         self
@@ -161,9 +173,10 @@ impl CachedUidGeneratorBuilder {
         self
     }
 
-    /// How often the padder drops IDs whose tick has passed and refills from the
-    /// current tick, so IDs taken after a quiet spell carry a current timestamp
-    /// (default: half a tick, at least 50 ms and at most 500 ms).
+    /// How often the padder drops IDs whose tick is more than 4 times this behind the
+    /// clock, so IDs taken after a quiet spell carry a current timestamp; also how far
+    /// ahead it fills the ring at the recent rate of takes (default: half a tick, at
+    /// least 50 ms and at most 500 ms).
     pub fn resync_interval(mut self, every: Duration) -> Self {
         self.resync_interval = Some(every);
         self
@@ -267,14 +280,6 @@ impl CachedUidGeneratorBuilder {
             end_warning: EndWarning::new(&bits, warn_before_end),
             ..Shared::default()
         });
-        let mut padder = Padder {
-            producer,
-            source: TickSource::new(bits, worker_id, clock.clone()).max_ahead(self.max_time_ahead),
-            shared: shared.clone(),
-            on_rejected_put: self.on_rejected_put,
-        };
-        padder.round(false);
-
         let tick = Duration::from_millis(bits.unit().millis());
         let schedule = Schedule {
             // While capped, look at the clock this often for the next tick.
@@ -284,13 +289,27 @@ impl CachedUidGeneratorBuilder {
                 (tick / 2).clamp(Duration::from_millis(50), Duration::from_millis(500))
             }),
         };
+        // Stale: a tick at least 4 resync intervals (and one tick) behind: fills last about
+        // one interval at the recent rate, so this leaves room for the rate to drop.
+        let stale_ticks = (4 * schedule.resync_every.as_millis())
+            .div_ceil(u128::from(bits.unit().millis()))
+            .max(1) as u64;
+        let mut padder = Padder {
+            producer,
+            source: TickSource::new(bits, worker_id, clock.clone()).max_ahead(self.max_time_ahead),
+            shared: shared.clone(),
+            on_rejected_put: self.on_rejected_put,
+            demand: Demand::new(capacity as u64, self.padding_factor, schedule.resync_every),
+            stale_ticks,
+        };
+        padder.round(false);
+
         let handle = thread::Builder::new()
             .name(PADDING_THREAD_NAME.into())
             .spawn(move || padder.run(schedule))
             .map_err(|e| ConfigError::Spawn(std::sync::Arc::new(e)))?;
 
         Ok(CachedUidGenerator {
-            padding_threshold: capacity as u64 * u64::from(self.padding_factor) / 100,
             ring,
             shared,
             padder_thread: handle.thread().clone(),
@@ -348,7 +367,30 @@ impl CachedUidGenerator {
         })
     }
 
-    /// Takes one ID from the ring without waiting; `None` when it is empty.
+    /// Claims a position and reads it: the blocking single-ID path, one atomic add.
+    #[inline]
+    fn next_uid_claiming(&self) -> Result<u64, UidError> {
+        let mut position = self.ring.claim();
+        // Reads the position, claiming another if it was lapped; `None` while it is not
+        // published. The position is ours until read, so waiting keeps it.
+        let mut read = move || loop {
+            match self.ring.read_claimed(position) {
+                Claimed::Taken(taken) => {
+                    self.after_take(taken.remaining);
+                    return Some(taken.uid);
+                }
+                Claimed::Lost => position = self.ring.claim(),
+                Claimed::NotYet => return None,
+            }
+        };
+        match read() {
+            Some(uid) => Ok(uid),
+            None => self.take_slow(read),
+        }
+    }
+
+    /// Takes one ID from the ring without waiting or claiming anything it does not
+    /// take; `None` when it is empty.
     #[inline]
     fn take_one(&self) -> Option<u64> {
         self.ring.take().map(|taken| {
@@ -406,12 +448,20 @@ impl CachedUidGenerator {
         Duration::from_millis(padded.saturating_sub(now) * self.bits.unit().millis())
     }
 
-    /// Not API: a take that runs `stall` after reading its slot and before claiming it,
-    /// so tests can stop a taker at the one point where a claim-then-read ring would
-    /// hold everyone up. `None` when the ring is empty.
+    /// Not API: `next_uid`'s take with `stall` run between the claim and the read, so
+    /// tests can stop a taker where it holds a position. `None` if the position was not
+    /// published (it is then lost, as a failed call's is).
     #[doc(hidden)]
-    pub fn take_stalled_for_tests(&self, stall: impl FnMut()) -> Option<u64> {
-        self.ring.take_with(stall).map(|taken| taken.uid)
+    pub fn take_stalled_for_tests(&self, mut stall: impl FnMut()) -> Option<u64> {
+        loop {
+            let position = self.ring.claim();
+            stall();
+            match self.ring.read_claimed(position) {
+                Claimed::Taken(taken) => return Some(taken.uid),
+                Claimed::Lost => continue,
+                Claimed::NotYet => return None,
+            }
+        }
     }
 
     /// Counters for monitoring.
@@ -437,7 +487,7 @@ impl CachedUidGenerator {
 
     #[inline]
     fn after_take(&self, remaining: u64) {
-        if remaining < self.padding_threshold {
+        if remaining < self.shared.hints.threshold.load(Ordering::Relaxed) {
             self.request_padding();
         }
     }
@@ -446,7 +496,7 @@ impl CachedUidGenerator {
     /// clock (the time-ahead cap), when it wakes itself.
     #[inline]
     fn request_padding(&self) {
-        if self.shared.capped.load(Ordering::Relaxed) {
+        if self.shared.hints.capped.load(Ordering::Relaxed) {
             return;
         }
         self.shared.doorbell.ring(&self.padder_thread);
@@ -455,15 +505,17 @@ impl CachedUidGenerator {
     /// Why an empty ring will stay empty, if it will: the layout's time is used up, or
     /// the padder is gone.
     fn empty_for_good(&self) -> Option<UidError> {
-        if self.shared.exhausted.load(Ordering::Acquire) {
-            return Some(self.bits.time_exhausted());
+        if !self.ring.is_closed() {
+            return None;
         }
-        if self.shared.padder_gone.load(Ordering::Acquire) {
-            return Some(UidError::PadderStopped {
+        // Set before the ring was closed, and the closed flag's Acquire makes it visible.
+        Some(if self.shared.exhausted.load(Ordering::Relaxed) {
+            self.bits.time_exhausted()
+        } else {
+            UidError::PadderStopped {
                 why: "it exited unexpectedly",
-            });
-        }
-        None
+            }
+        })
     }
 
     /// Asks the take policy about one more refusal of a take that began at `start`:
@@ -551,10 +603,7 @@ impl UidGenerator for CachedUidGenerator {
             }
             return self.next_uid_refilling_thread_batch();
         }
-        match self.take_one() {
-            Some(uid) => Ok(uid),
-            None => self.take_slow(|| self.take_one()),
-        }
+        self.next_uid_claiming()
     }
 
     fn try_next_uid(&self) -> Result<u64, UidError> {
@@ -631,7 +680,6 @@ impl fmt::Debug for CachedUidGenerator {
             .field("bits", &self.bits)
             .field("worker_id", &self.worker_id)
             .field("capacity", &self.ring.capacity())
-            .field("padding_threshold", &self.padding_threshold)
             .field("thread_batch", &self.thread_batch)
             .field("take_policy", &self.take_policy)
             .finish_non_exhaustive()

@@ -1,11 +1,18 @@
 //! The padding side of [`CachedUidGenerator`](crate::CachedUidGenerator): the thread that
 //! keeps the ring full with IDs made from "borrowed future ticks".
 //!
-//! Each batch is every sequence number of one tick. The next tick is
+//! Each run is the rest of one tick's sequence numbers. The next tick is
 //! `max(last + 1, now)`: under load the padder runs ahead of the clock (it does not wait
 //! for the next second, so throughput is not capped by the clock), when idle it catches up
-//! with the clock, and a clock that goes backwards cannot make it reuse a tick. When the
-//! ring fills mid-tick, the rest of the tick waits for the next round.
+//! with the clock, and a clock that goes backwards cannot make it reuse a tick. A round
+//! that finds the clock past the current tick leaves that tick's unused numbers unused
+//! (they were never put, so nothing is wasted) and starts at the clock's tick.
+//!
+//! **How much** a round puts follows demand ([`Demand`]): the ring is filled to about the
+//! IDs taken in one resync interval, up to the whole ring. Under full load that is the
+//! whole ring and the padder borrows future ticks; under light load the ring holds a few
+//! hundred IDs of the current tick, so IDs are not put only to go stale and be dropped,
+//! and no time is borrowed.
 
 use super::doorbell::{Doorbell, Wake};
 use super::end_warning::EndWarning;
@@ -24,24 +31,20 @@ pub(crate) struct Shared {
     /// Rung by the first taker that sees the ring below the padding threshold (and by
     /// every taker that finds it empty); answered by the padder as a round starts.
     pub(crate) doorbell: Doorbell,
+    /// What takers read on every take and the padder writes once a round.
+    pub(crate) hints: CachePadded<Hints>,
     /// The tick below which an ID is stale: set by every resync round, after it drops
     /// such IDs from the ring, so per-thread batches skip theirs too (see `local.rs`).
     pub(crate) stale_before: CachePadded<AtomicU64>,
     /// Set when the generator is dropped.
     pub(crate) stop: AtomicBool,
-    /// Set (`Release`) when the padding thread has exited for any reason, so takes fail
-    /// at once instead of waiting for a refill that will never come.
-    pub(crate) padder_gone: AtomicBool,
-    /// Set (`Release`, after the last IDs are published) when the layout's last tick
-    /// has been padded: an empty ring then means `TimeExhausted`.
+    /// Set before the ring is closed when the layout's last tick has been padded: a
+    /// closed ring then means `TimeExhausted`, else that the padder is gone.
     pub(crate) exhausted: AtomicBool,
     /// The newest tick padded, for `time_ahead()`.
     pub(crate) padded_tick: AtomicU64,
     /// Padding rounds that left room in the ring unfilled (time-ahead cap, layout end).
     pub(crate) rejected_puts: AtomicU64,
-    /// The last round stopped at the time-ahead cap: the padder is waiting for the clock
-    /// and wakes itself, so takes need not wake it.
-    pub(crate) capped: AtomicBool,
     /// `next_uid`/`next_uids` calls that found the ring empty.
     pub(crate) rejected_takes: AtomicU64,
     /// Padding rounds run.
@@ -52,6 +55,87 @@ pub(crate) struct Shared {
     pub(crate) clock_rollbacks: AtomicU64,
     /// Warns, once, when the padder starts a tick near the layout's end.
     pub(crate) end_warning: EndWarning,
+}
+
+/// Read by takers on every take; written by the padder once a round.
+#[derive(Default)]
+pub(crate) struct Hints {
+    /// A take that leaves fewer IDs than this in the ring asks for padding.
+    pub(crate) threshold: AtomicU64,
+    /// The last round stopped at the time-ahead cap: the padder is waiting for the clock
+    /// and wakes itself, so takes need not wake it.
+    pub(crate) capped: AtomicBool,
+}
+
+/// How many IDs a round puts: about what takers took in the last `horizon`, so a
+/// quiet generator does not fill its ring with IDs that go stale, and a busy one gets
+/// the whole ring.
+pub(crate) struct Demand {
+    /// IDs the ring should hold after a round.
+    want: u64,
+    /// The smallest fill (and the first, in `build`).
+    min: u64,
+    capacity: u64,
+    /// A take leaving fewer than this percentage of `want` asks for padding.
+    padding_factor: u64,
+    /// How far ahead a fill provides for: the resync interval.
+    horizon: Duration,
+    /// When the current resync window began, and the ring's claimed count then.
+    window_start: Instant,
+    window_claimed: u64,
+    /// The first round (in `build`) has run: it fills `min` and learns nothing.
+    started: bool,
+}
+
+/// The first and smallest fill: enough for a burst to start on while the padder wakes,
+/// few enough to be taken within a resync interval at light load.
+pub(crate) const MIN_FILL: u64 = 256;
+
+impl Demand {
+    pub(crate) fn new(capacity: u64, padding_factor: u32, horizon: Duration) -> Self {
+        let min = MIN_FILL.min(capacity);
+        Self {
+            want: min,
+            min,
+            capacity,
+            padding_factor: u64::from(padding_factor),
+            horizon,
+            window_start: Instant::now(),
+            window_claimed: 0,
+            started: false,
+        }
+    }
+
+    /// Sets the round's target. A resync round (the timer's, once per `horizon`) sets it
+    /// to the rate of takes over the window just ended, up or down: a window is long
+    /// enough for the rate to mean something. A round a taker asked for quadruples it if
+    /// the ring was nearly drained by the time the padder woke (a burst outpaces it), and
+    /// otherwise leaves it.
+    fn update(&mut self, claimed: u64, len: u64, resync: bool) -> u64 {
+        if !std::mem::replace(&mut self.started, true) {
+            return self.want;
+        }
+        if resync {
+            let now = Instant::now();
+            let elapsed = now
+                .duration_since(self.window_start)
+                .max(Duration::from_millis(1));
+            let taken = claimed.saturating_sub(self.window_claimed);
+            self.window_start = now;
+            self.window_claimed = claimed;
+            self.want = (taken as f64 * self.horizon.as_secs_f64() / elapsed.as_secs_f64())
+                .min(self.capacity as f64) as u64;
+        } else if len.saturating_mul(4) <= self.threshold() {
+            self.want = self.want.saturating_mul(4);
+        }
+        self.want = self.want.clamp(self.min, self.capacity);
+        self.want
+    }
+
+    /// The doorbell threshold for the current target.
+    fn threshold(&self) -> u64 {
+        self.want * self.padding_factor / 100
+    }
 }
 
 /// Makes IDs tick by tick; the padder's side of borrowed time.
@@ -162,6 +246,14 @@ impl TickSource {
         true
     }
 
+    /// Leaves the current tick if the clock has passed it: its unused sequence numbers
+    /// were never put, and IDs from the clock's tick are nearer the time they are taken.
+    fn catch_up(&mut self, now: u64) {
+        if self.tick.is_some_and(|tick| tick < now) {
+            self.next_seq = self.bits.max_sequence() + 1;
+        }
+    }
+
     /// The rest of the current tick as a run of consecutive IDs `(first, count)`,
     /// starting the next tick if this one is used up; `None` when no tick may start
     /// (the layout is exhausted, or the time-ahead cap holds).
@@ -187,6 +279,9 @@ pub(crate) struct Padder {
     pub(crate) source: TickSource,
     pub(crate) shared: Arc<Shared>,
     pub(crate) on_rejected_put: Option<PutRejectHandler>,
+    pub(crate) demand: Demand,
+    /// An ID whose tick is this many ticks behind the clock's is stale: resync drops it.
+    pub(crate) stale_ticks: u64,
 }
 
 /// When the padding thread wakes by itself.
@@ -200,18 +295,24 @@ pub(crate) struct Schedule {
 }
 
 impl Padder {
-    /// One padding round: optionally drop IDs whose tick has passed, then fill the ring.
+    /// One padding round: optionally drop IDs whose tick has passed, then fill the ring
+    /// to what demand asks for. `resync` rounds are the timer's; others were asked for.
     pub(crate) fn round(&mut self, resync: bool) {
         let shared = &*self.shared;
         shared.doorbell.answer();
         shared.rounds.fetch_add(1, Ordering::Relaxed);
+        // Before any drop below: demand counts what takers took, not what was dropped.
+        let claimed = self.producer.claimed();
+        let now = self.source.now_tick();
         if resync {
             // IDs are in tick order in the ring, so the stale ones are a prefix. Dropping
             // them keeps an idle generator's IDs near the wall clock (UidGenerator never
-            // resyncs: their issues #8, #89); the padder then refills from `now`.
-            let now = self.source.now_tick();
+            // resyncs: their issues #8, #89).
+            let stale_before = now.saturating_sub(self.stale_ticks);
             let bits = self.source.bits;
-            let dropped = self.producer.discard_while(|uid| bits.delta_of(uid) < now);
+            let dropped = self
+                .producer
+                .discard_while(|uid| bits.delta_of(uid) < stale_before);
             if dropped > 0 {
                 shared
                     .discarded
@@ -219,12 +320,25 @@ impl Padder {
                 tracing::trace!(dropped, "dropped IDs whose tick has passed");
             }
             // Per-thread batches skip IDs below it from now on.
-            shared.stale_before.fetch_max(now, Ordering::Relaxed);
+            shared
+                .stale_before
+                .fetch_max(stale_before, Ordering::Relaxed);
         }
+        self.source.catch_up(now);
+        let len = self.producer.queued();
+        let want = self.demand.update(claimed, len, resync);
+        shared
+            .hints
+            .threshold
+            .store(self.demand.threshold(), Ordering::Relaxed);
         // Room first, then a run: a tick is started only when it has somewhere to go,
         // so `padded_tick` (and `time_ahead`) never counts a tick the ring does not hold.
         let mut held_back = None;
-        while self.producer.has_room() {
+        loop {
+            let len = self.producer.queued();
+            if len >= want || !self.producer.has_room() {
+                break;
+            }
             let Some((first, count)) = self.source.next_run(shared) else {
                 held_back = Some(if self.source.exhausted {
                     PutRejected::LayoutExhausted
@@ -233,10 +347,10 @@ impl Padder {
                 });
                 break;
             };
-            let fill = self.producer.fill_run(first, count);
+            let fill = self.producer.fill_run(first, count.min(want - len));
             self.source.consume(fill.put as u64);
             match fill.stopped_by {
-                // The tick is used up: go on with the next.
+                // The run was put: go on (with the rest of the tick, or the next).
                 None => continue,
                 Some(PutRejected::Full) => break,
                 Some(reason) => {
@@ -247,7 +361,7 @@ impl Padder {
         }
         // Takes do not wake a padder that is waiting for the clock: it looks again on its
         // own timer (`capped_retry`), and a wake-up per take would be a storm.
-        shared.capped.store(
+        shared.hints.capped.store(
             held_back == Some(PutRejected::TimeAheadCap),
             Ordering::Relaxed,
         );
@@ -259,30 +373,25 @@ impl Padder {
                 None => tracing::debug!(?reason, free_slots, "padding held back"),
             }
         }
-        if self.source.exhausted {
-            // After the fill published its IDs: a taker that sees the flag sees them too.
-            if !shared.exhausted.swap(true, Ordering::Release) {
-                tracing::error!(
-                    last_instant = %self.source.bits.format_instant(self.source.bits.last_instant_millis()),
-                    "uidgen layout's time is exhausted: no further IDs can be made"
-                );
-            }
+        if self.source.exhausted && !shared.exhausted.swap(true, Ordering::Relaxed) {
+            // After the fill published its IDs: a taker that sees the ring closed
+            // sees them too, and this flag.
+            self.producer.close();
+            tracing::error!(
+                last_instant = %self.source.bits.format_instant(self.source.bits.last_instant_millis()),
+                "uidgen layout's time is exhausted: no further IDs can be made"
+            );
         }
     }
 
     /// The padding thread's loop: a round per wake-up, per schedule, per resync; ends
     /// when the generator is dropped. A panic in a round (a user's reject handler, say)
     /// is logged and the loop goes on: the padder never stays stuck.
+    ///
+    /// However the loop ends, unwinding included, `self` is dropped with it, and with it
+    /// the ring's producer, which closes the ring: takes then fail at once.
     pub(crate) fn run(mut self, schedule: Schedule) {
-        /// Marks the padder gone however the loop ends, unwinding included.
-        struct Gone<'a>(&'a AtomicBool);
-        impl Drop for Gone<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Release);
-            }
-        }
         let shared = self.shared.clone();
-        let _gone = Gone(&shared.padder_gone);
         let start = Instant::now();
         let mut next_resync = start + schedule.resync_every;
         let mut next_pad = schedule.pad_every.map(|every| start + every);

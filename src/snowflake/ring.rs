@@ -4,42 +4,45 @@
 //! # Algorithm
 //!
 //! UidGenerator's `RingBuffer` (a power-of-two array of slots, a `tail` and a `cursor`),
-//! with takes made the way single-producer queues' consumers and work-stealing deques'
-//! stealers make them (crossbeam-deque's `Stealer::steal`, Chase–Lev): **read, then
-//! claim**.
+//! with every read checked the way a seqlock's reader checks (crossbeam's `AtomicCell`
+//! fallback, the Linux kernel's `seqcount`), so no taker ever waits for another.
 //!
 //! - `tail` counts positions ever published and `cursor` positions ever claimed; slot
 //!   `p & mask` holds position `p`. Both are `u64` counters that never wrap (2^64 takes is
 //!   584 years at 10^9 a second). A slot is just the ID: 8 bytes, no flag.
-//! - A taker reads `cursor` (`c`) and `tail`; if `c < tail` it reads slot `c`, **then**
-//!   claims position `c` by moving `cursor` from `c` to `c + 1` with a CAS. If the CAS
-//!   fails, someone else claimed `c` (or the producer dropped it as stale), and the value
-//!   read is thrown away. A batch reads `n` slots and claims them with one CAS.
-//! - The producer writes position `p` only when `p - cursor < capacity`: the slot's
-//!   previous position has been claimed, and a claimed slot has been read already.
+//! - `next_uid` **claims, then reads**: `cursor.fetch_add(1)` gives it position `p`, which
+//!   no one else can get; it waits (per the take policy) until `tail > p`, then reads slot
+//!   `p`. One uncontended-or-not atomic add, the cheapest claim there is, and claims are
+//!   in one global order, so IDs handed out one after another increase across threads.
+//! - The producer writes position `q` once `q - capacity` has been **claimed**, not once
+//!   it has been read: a taker stopped between its claim and its read holds no one up.
+//!   Before it writes a chunk it raises `writing` to the chunk's end. A taker checks
+//!   `writing` after its read: if the producer may have begun writing `p + capacity`, the
+//!   value read may be the next lap's, so the taker drops it and claims again (its own
+//!   ID, never handed to anyone, is the one lost). That takes a stall of a whole lap of
+//!   the ring, about 300 µs of full-speed takes with the default ring.
+//! - `try_next_uid`, `next_uids` and async takes **read, then claim** with a CAS from `c`
+//!   to `c + n`, so they never hold a position they might give up on; they check
+//!   `writing` the same way.
 //!
-//! So a taker holds nothing between its read and its claim. One that is preempted there
-//! (or stopped in a debugger, or running a signal handler) delays no one: the producer
-//! refills past it and other takers claim past it; its CAS then fails and it reads again.
-//! Takers never write slots, so they do not pull the producer's cache lines away from it
-//! either. UidGenerator's take claims first and reads after, which lets the producer
-//! overwrite an unread slot (their issue #105); the fix there, making the producer wait
-//! for the reader, makes one stalled taker stall everyone.
+//! Positions claimed past `tail` by takers that then give up (the take policy said fail)
+//! are filled later and never handed out: one ID lost per failed call.
 //!
 //! # Orderings
 //!
 //! | pair | why |
 //! |---|---|
 //! | producer's slot writes, then `tail.store(Release)` → taker's `tail.load(Acquire)`, then slot load | a taker that sees the new tail sees the IDs written before it, never an older lap's |
-//! | taker's slot load, then `cursor` CAS (`Release` on success) → producer's `cursor.load(Acquire)`, then slot write | a producer that sees position `c` claimed writes slot `c` only after the claimer's read: the read can never see the next lap's ID. (The `Release` heads a release sequence, so a cursor moved on by later CASes still carries it.) |
-//! | `cursor` loads by takers: `Relaxed` | a stale cursor only makes the CAS fail |
-//! | slot stores and loads: `Relaxed` | ordered by the two pairs above |
+//! | producer's `writing.store`, `fence(Release)`, then slot writes → taker's slot load, `fence(Acquire)`, then `writing.load` | a taker that read a later lap's ID sees that lap's `writing` and drops the value |
+//! | `cursor`: `Relaxed` everywhere | a claim is unique by the atomicity of the add or CAS; what the claimer read is checked by the row above, so nothing needs ordering with the claim |
+//! | slot stores and loads, `writing`: `Relaxed` | ordered by the fences and the `tail` pair |
 //!
 //! `loom-tests/` model-checks each row, and `scripts/loom-mutants` weakens each ordering
-//! (and moves the publish before the writes) in a scratch copy and requires a model to fail.
+//! (and moves the publish before the writes, and skips each check) in a scratch copy and
+//! requires a model to fail.
 
 use crate::error::ConfigError;
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::{fence, Arc, AtomicBool, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
 /// No ID uses bit 63 (the sign bit).
@@ -49,23 +52,37 @@ const SIGN_BIT: u64 = 1 << 63;
 /// empty ring see IDs during a long fill without the tail's cache line moving per put.
 /// Under loom, small, so the models reach the publish inside a run.
 #[cfg(not(uidgen_loom))]
-const PUBLISH_EVERY: u64 = 1024;
+pub const PUBLISH_EVERY: u64 = 1024;
+/// How many puts the producer makes before publishing them (small under loom).
 #[cfg(uidgen_loom)]
-const PUBLISH_EVERY: u64 = 2;
+pub const PUBLISH_EVERY: u64 = 2;
+
+/// How many times the producer retries dropping stale IDs while takers move the cursor;
+/// after that the stale IDs are simply taken (they are still unique and in order).
+const DISCARD_TRIES: usize = 8;
 
 /// The largest ring: 2^26 slots, 512 MiB.
 pub const MAX_CAPACITY: usize = 1 << 26;
 
+/// What the producer writes and takers read together: one cache line.
+#[derive(Default)]
+struct Published {
+    /// Positions ever published: position `tail` is the next to fill. Written only by
+    /// the [`RingProducer`], with `Release` after the slots it publishes.
+    tail: AtomicU64,
+    /// Positions the producer has begun writing (`tail` ≤ `writing`): positions below
+    /// `writing - capacity` may have been overwritten by the next lap.
+    writing: AtomicU64,
+    /// No more puts will come (the layout is used up, or the producer was dropped); set
+    /// with `Release` after the last publish.
+    closed: AtomicBool,
+}
+
 /// A power-of-two ring of IDs. Share it (it is `Sync`); take from any thread.
 pub struct RingBuffer {
-    /// Positions ever published: position `tail` is the next to fill. Written only by
-    /// the [`RingProducer`], with `Release` after the slots it publishes; read by takers
-    /// with `Acquire`, which makes those slots' values visible to them.
-    tail: CachePadded<AtomicU64>,
-    /// Positions ever claimed: position `cursor` is the next to take. Moved only by CAS
-    /// (takers, and the producer dropping stale IDs), never past `tail`; a successful CAS
-    /// is `Release` after the claimer read its slots, and the producer reads it with
-    /// `Acquire` before overwriting them.
+    published: CachePadded<Published>,
+    /// Positions ever claimed: position `cursor` is the next to take. It may run past
+    /// `tail` (takers waiting for IDs not yet published).
     cursor: CachePadded<AtomicU64>,
     /// Position `p`'s ID lives in `slots[p & mask]`.
     slots: Box<[AtomicU64]>,
@@ -79,6 +96,17 @@ pub struct Taken {
     pub uid: u64,
     /// IDs left in the ring after this take (as seen by this taker).
     pub remaining: u64,
+}
+
+/// What a claimed position held when read: see [`RingBuffer::read_claimed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claimed {
+    /// The ID at the position.
+    Taken(Taken),
+    /// The position is not published yet: read it again later.
+    NotYet,
+    /// The producer lapped the position before it was read: claim another.
+    Lost,
 }
 
 /// Why a padding round put fewer IDs than the ring had room for, or why the ring
@@ -117,7 +145,7 @@ impl RingBuffer {
             });
         }
         let ring = Arc::new(RingBuffer {
-            tail: CachePadded::new(AtomicU64::new(0)),
+            published: CachePadded::new(Published::default()),
             cursor: CachePadded::new(AtomicU64::new(0)),
             slots: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
             mask: capacity as u64 - 1,
@@ -135,11 +163,17 @@ impl RingBuffer {
         self.slots.len()
     }
 
-    /// IDs waiting to be taken (a snapshot; it may change at once).
+    /// IDs published and not yet claimed (a snapshot; it may change at once).
     pub fn len(&self) -> usize {
         let cursor = self.cursor.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
+        let tail = self.published.tail.load(Ordering::Acquire);
         tail.saturating_sub(cursor) as usize
+    }
+
+    /// Whether the producer is gone or has put its last ID (`Acquire`: a taker that sees
+    /// it sees every ID published before it, so one more take is the last word).
+    pub fn is_closed(&self) -> bool {
+        self.published.closed.load(Ordering::Acquire)
     }
 
     #[inline]
@@ -149,45 +183,55 @@ impl RingBuffer {
         &self.slots[(position & self.mask) as usize]
     }
 
-    /// Takes the oldest ID, or `None` when the ring is empty. Lock-free; never waits
-    /// for another taker.
+    /// Whether the producer may have begun overwriting `position` with the next lap.
+    /// Called after the slot reads it checks, behind `fence(Acquire)`.
     #[inline]
-    pub fn take(&self) -> Option<Taken> {
-        self.take_with(|| ())
+    fn lapped(&self, position: u64) -> bool {
+        self.published.writing.load(Ordering::Relaxed) > position + self.mask + 1
     }
 
-    /// [`take`](Self::take), running `between` after the slot is read and before it is
-    /// claimed: tests use it to stall a taker at the one point where a claim-then-read
-    /// ring would stall everyone.
+    /// Claims the next position: it is this caller's alone. Read it with
+    /// [`read_claimed`](Self::read_claimed) (claiming again if it is lost).
     #[inline]
-    pub(crate) fn take_with(&self, mut between: impl FnMut()) -> Option<Taken> {
-        let mut cursor = self.cursor.load(Ordering::Relaxed);
-        loop {
-            let tail = self.tail.load(Ordering::Acquire);
-            if cursor >= tail {
-                return None;
-            }
-            let uid = self.slot(cursor).load(Ordering::Relaxed);
-            between();
-            match self.cursor.compare_exchange_weak(
-                cursor,
-                cursor + 1,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    return Some(Taken {
-                        uid,
-                        remaining: tail - cursor - 1,
-                    })
-                }
-                Err(current) => cursor = current,
-            }
+    pub fn claim(&self) -> u64 {
+        self.cursor.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Reads a position this caller [`claim`](Self::claim)ed.
+    #[inline]
+    pub fn read_claimed(&self, position: u64) -> Claimed {
+        let tail = self.published.tail.load(Ordering::Acquire);
+        if position >= tail {
+            return Claimed::NotYet;
+        }
+        let uid = self.slot(position).load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if self.lapped(position) {
+            return Claimed::Lost;
+        }
+        Claimed::Taken(Taken {
+            uid,
+            remaining: tail - position - 1,
+        })
+    }
+
+    /// Takes the oldest ID, or `None` when the ring is empty; claims nothing it does not
+    /// take. Lock-free; never waits for another taker.
+    #[inline]
+    pub fn take(&self) -> Option<Taken> {
+        let mut out = [0];
+        match self.take_batch(&mut out) {
+            (0, _) => None,
+            (_, remaining) => Some(Taken {
+                uid: out[0],
+                remaining,
+            }),
         }
     }
 
-    /// Takes up to `out.len()` of the oldest IDs with one CAS; returns how many, in order,
-    /// at the front of `out` (0 when the ring is empty), and how many were left behind.
+    /// Takes up to `out.len()` of the oldest IDs with one CAS, reading them first;
+    /// returns how many, in order, at the front of `out` (0 when the ring is empty), and
+    /// how many were left behind.
     #[inline]
     pub fn take_batch(&self, out: &mut [u64]) -> (usize, u64) {
         if out.is_empty() {
@@ -195,7 +239,7 @@ impl RingBuffer {
         }
         let mut cursor = self.cursor.load(Ordering::Relaxed);
         loop {
-            let tail = self.tail.load(Ordering::Acquire);
+            let tail = self.published.tail.load(Ordering::Acquire);
             let available = tail.saturating_sub(cursor);
             if available == 0 {
                 return (0, 0);
@@ -204,10 +248,17 @@ impl RingBuffer {
             for (i, out) in out[..n as usize].iter_mut().enumerate() {
                 *out = self.slot(cursor + i as u64).load(Ordering::Relaxed);
             }
+            fence(Ordering::Acquire);
+            if self.lapped(cursor) {
+                // Overwritten, so claimed by someone since we looked: the cursor is past
+                // it now (a stale load of it must not send us round again).
+                cursor = self.cursor.load(Ordering::Relaxed).max(cursor + 1);
+                continue;
+            }
             match self.cursor.compare_exchange_weak(
                 cursor,
                 cursor + n,
-                Ordering::Release,
+                Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return (n as usize, available - n),
@@ -216,7 +267,8 @@ impl RingBuffer {
         }
     }
 
-    /// Positions ever claimed (IDs taken plus IDs dropped as stale).
+    /// Positions ever claimed: IDs taken, IDs dropped as stale, and positions claimed by
+    /// takes that then failed or were lapped.
     pub fn claimed(&self) -> u64 {
         self.cursor.load(Ordering::Relaxed)
     }
@@ -240,7 +292,7 @@ impl std::fmt::Debug for RingProducer {
 }
 
 /// The one handle that puts into a [`RingBuffer`]; not `Clone`, so single-producer is
-/// a fact of the types, not a convention.
+/// a fact of the types, not a convention. Dropping it closes the ring.
 pub struct RingProducer {
     ring: Arc<RingBuffer>,
     /// Next position to fill. Equal to `ring.tail` after each publish; only this
@@ -252,21 +304,37 @@ pub struct RingProducer {
 }
 
 impl RingProducer {
+    /// Positions this producer may fill up to (exclusive): a slot is free once its
+    /// previous position has been claimed.
+    fn limit(&self) -> u64 {
+        self.cached_cursor + self.ring.capacity() as u64
+    }
+
     /// Whether a put would find room (re-reads the takers' cursor only when the ring
     /// looks full).
     pub fn has_room(&mut self) -> bool {
-        let capacity = self.ring.capacity() as u64;
-        if self.tail - self.cached_cursor < capacity {
+        if self.tail < self.limit() {
             return true;
         }
-        self.cached_cursor = self.ring.cursor.load(Ordering::Acquire);
-        self.tail - self.cached_cursor < capacity
+        self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
+        self.tail < self.limit()
+    }
+
+    /// IDs published and not yet claimed (re-reads the takers' cursor).
+    pub fn queued(&mut self) -> u64 {
+        self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
+        self.tail.saturating_sub(self.cached_cursor)
+    }
+
+    /// Positions ever claimed (see [`RingBuffer::claimed`]).
+    pub fn claimed(&self) -> u64 {
+        self.ring.claimed()
     }
 
     /// Slots free for putting now (re-reads the takers' cursor).
     pub fn free_slots(&mut self) -> usize {
-        self.cached_cursor = self.ring.cursor.load(Ordering::Acquire);
-        (self.ring.capacity() as u64 - (self.tail - self.cached_cursor)) as usize
+        self.cached_cursor = self.ring.cursor.load(Ordering::Relaxed);
+        (self.limit() - self.tail).min(self.ring.capacity() as u64) as usize
     }
 
     /// Puts one ID, visible to takers at once (the loom models' step).
@@ -300,29 +368,36 @@ impl RingProducer {
             if next == end {
                 break None;
             }
-            if self.tail - self.cached_cursor == capacity {
-                // Acquire: pairs with the claimers' Release, so their reads of the slots
-                // about to be overwritten are done.
-                self.cached_cursor = ring.cursor.load(Ordering::Acquire);
-                if self.tail - self.cached_cursor == capacity {
+            if self.tail >= self.limit() {
+                self.cached_cursor = ring.cursor.load(Ordering::Relaxed);
+                if self.tail >= self.limit() {
                     break Some(PutRejected::Full);
                 }
             }
-            // Up to the ring's free room, the run's end and the next publish point.
-            let free = capacity - (self.tail - self.cached_cursor);
+            // Up to the ring's free room (one lap at most), the run's end and the next
+            // publish point.
             let until_publish = PUBLISH_EVERY - (self.tail - start) % PUBLISH_EVERY;
-            let chunk = free.min(end - next).min(until_publish);
+            let chunk = (self.limit() - self.tail)
+                .min(capacity)
+                .min(end - next)
+                .min(until_publish);
+            // Announce the overwrite before making it: a taker that reads one of these
+            // values sees this store (the fences pair) and knows its position was lapped.
+            ring.published
+                .writing
+                .store(self.tail + chunk, Ordering::Relaxed);
+            fence(Ordering::Release);
             for i in 0..chunk {
                 ring.slot(self.tail + i).store(next + i, Ordering::Relaxed);
             }
             self.tail += chunk;
             next += chunk;
             if chunk == until_publish {
-                ring.tail.store(self.tail, Ordering::Release);
+                ring.published.tail.store(self.tail, Ordering::Release);
             }
         };
         if !(self.tail - start).is_multiple_of(PUBLISH_EVERY) {
-            ring.tail.store(self.tail, Ordering::Release);
+            ring.published.tail.store(self.tail, Ordering::Release);
         }
         Fill {
             put: (self.tail - start) as usize,
@@ -335,11 +410,12 @@ impl RingProducer {
     ///
     /// Only the producer may call it, between fills: the slots between cursor and tail
     /// are then its own writes and cannot change, so reading them needs no claim; the CAS
-    /// claims the stale prefix as a taker's batch would.
+    /// claims the stale prefix as a taker's batch would. Under heavy taking it gives up
+    /// after a few lost races (the IDs left are unique and in order, just older).
     pub fn discard_while(&mut self, mut stale: impl FnMut(u64) -> bool) -> usize {
         let ring = &*self.ring;
         let mut cursor = ring.cursor.load(Ordering::Relaxed);
-        loop {
+        for _ in 0..DISCARD_TRIES {
             let mut end = cursor;
             while end < self.tail && stale(ring.slot(end).load(Ordering::Relaxed)) {
                 end += 1;
@@ -355,5 +431,17 @@ impl RingProducer {
                 Err(current) => cursor = current,
             }
         }
+        0
+    }
+
+    /// Tells takers no more IDs will come, after everything put so far is published.
+    pub fn close(&mut self) {
+        self.ring.published.closed.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for RingProducer {
+    fn drop(&mut self) {
+        self.close();
     }
 }
