@@ -38,8 +38,11 @@ pub struct BenchReport {
     pub time_ahead_secs: Option<f64>,
     /// How much `time_ahead` grew per second of the run.
     pub time_ahead_growth_per_sec: Option<f64>,
-    /// Ring slots taken by callers per ID received (1.0: none wasted).
+    /// Ring positions claimed during the run per ID received, IDs dropped as stale
+    /// included: they used up slots too (1.0: none wasted).
     pub slots_per_id: Option<f64>,
+    /// IDs the padder dropped unissued during the run because their tick had passed.
+    pub discarded_stale: Option<u64>,
     /// IDs handed out more than once (all threads together), or `None` without a check.
     pub duplicates: Option<u64>,
     /// IDs not greater than the previous ID on the same thread.
@@ -122,11 +125,12 @@ pub fn run(
     progress: &indicatif::ProgressBar,
 ) -> BenchReport {
     let overhead = timer_overhead();
-    let (ahead_before, claimed_before) = cached.map_or((0.0, 0), |c| {
+    let (ahead_before, claimed_before, stale_before) = cached.map_or((0.0, 0, 0), |c| {
         let stats = c.stats();
         (
             c.time_ahead().as_secs_f64(),
-            stats.claimed - stats.discarded_stale,
+            stats.claimed,
+            stats.discarded_stale,
         )
     });
     let stop = AtomicBool::new(false);
@@ -229,11 +233,9 @@ pub fn run(
         time_ahead_secs: cached.map(|c| c.time_ahead().as_secs_f64()),
         time_ahead_growth_per_sec: cached
             .map(|c| (c.time_ahead().as_secs_f64() - ahead_before) / seconds),
-        slots_per_id: cached.map(|c| {
-            let stats = c.stats();
-            (stats.claimed - stats.discarded_stale - claimed_before) as f64
-                / total_ids.max(1) as f64
-        }),
+        slots_per_id: cached
+            .map(|c| (c.stats().claimed - claimed_before) as f64 / total_ids.max(1) as f64),
+        discarded_stale: cached.map(|c| c.stats().discarded_stale - stale_before),
         duplicates: options.check.then(|| count_duplicates(&results)),
         out_of_order: results.iter().map(|r| r.out_of_order).sum(),
     }
@@ -303,8 +305,12 @@ impl std::fmt::Display for BenchReport {
                 "time ahead     {ahead:.0} s at the end (borrowed future ticks; {growth:+.1} s per second of the run)"
             )?;
         }
-        if let Some(slots) = self.slots_per_id {
-            writeln!(f, "ring slots     {slots:.3} per ID received")?;
+        if let (Some(slots), Some(stale)) = (self.slots_per_id, self.discarded_stale) {
+            writeln!(
+                f,
+                "ring slots     {slots:.3} per ID received (positions claimed; {stale} of them \
+                 dropped as stale)"
+            )?;
         }
         writeln!(f, "errors         {}", self.errors)?;
         match self.duplicates {
