@@ -5,7 +5,11 @@
 //! criterion's estimates into `results/README.md` and `results/throughput.svg`.
 //!
 //! Group `threads`: one ID per call, `function/threads`. Group `batch`: `next_uids` and
-//! the baseline claiming a batch with one `fetch_add`.
+//! the baseline claiming a batch with one `fetch_add`. Group `patterns`: ways of using
+//! cached generators other than one generator flat out (`uidgen bench --pattern` runs the
+//! same ones at scale): `alternate/N` (N generators called in turn from one thread) beside
+//! `single/1`, `churn/1` (a thread started for one ID) beside `spawn_only/1`, and
+//! `light/µs` (one call after each pause of that many microseconds, only the calls timed).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -54,14 +58,18 @@ struct Contender {
 
 const ONE_TWO_FOUR: &[usize] = &[1, 2, 4];
 
-fn contenders() -> Vec<Contender> {
-    // Effectively unbounded waits: a benchmark must measure waiting, not fail on it.
-    let patient = || TakeRejectPolicy::wait(Duration::from_secs(3600));
-    let cached = CachedUidGenerator::builder()
-        .worker_id(1)
-        .take_reject_policy(patient())
+/// A cached generator that waits as long as it takes: a benchmark must measure waiting,
+/// not fail on it.
+fn patient_cached(worker_id: u64) -> CachedUidGenerator {
+    CachedUidGenerator::builder()
+        .worker_id(worker_id)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(3600)))
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn contenders() -> Vec<Contender> {
+    let cached = patient_cached(1);
     let default_s = DefaultUidGenerator::new(BitsAllocator::default(), 2).unwrap();
     let default_ms =
         DefaultUidGenerator::new(Preset::Snowflake.builder().build().unwrap(), 3).unwrap();
@@ -182,11 +190,7 @@ fn threads(c: &mut Criterion) {
 }
 
 fn batch(c: &mut Criterion) {
-    let cached = CachedUidGenerator::builder()
-        .worker_id(8)
-        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(3600)))
-        .build()
-        .unwrap();
+    let cached = patient_cached(8);
     let fetch_add = AtomicU64::new(0);
     let mut group = c.benchmark_group("batch");
     for size in [64usize, 1024] {
@@ -209,6 +213,68 @@ fn batch(c: &mut Criterion) {
     group.finish();
 }
 
+fn patterns(c: &mut Criterion) {
+    let mut group = c.benchmark_group("patterns");
+    // Short: the group's seven benchmarks add about 15 s to the suite.
+    group
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+        .sample_size(10)
+        .throughput(Throughput::Elements(1));
+
+    // One ID per iteration from the next generator in turn; `single/1` is the same loop
+    // over one generator.
+    let generators: Vec<CachedUidGenerator> = (0..4).map(|i| patient_cached(10 + i)).collect();
+    for (name, n) in [("single", 1), ("alternate", 2), ("alternate", 4)] {
+        let in_turn = &generators[..n];
+        group.bench_function(BenchmarkId::new(name, n), |b| {
+            let mut next = 0;
+            b.iter(|| {
+                let uid = in_turn[next].next_uid().unwrap();
+                next = if next + 1 == n { 0 } else { next + 1 };
+                black_box(uid)
+            })
+        });
+    }
+
+    // A thread started, and joined, for one ID: unlike everywhere else here, starting the
+    // thread is what is measured, so `spawn_only/1` (the same thread doing nothing) shows
+    // how much of it is the ID.
+    let shared = &generators[0];
+    group.bench_function(BenchmarkId::new("churn", 1), |b| {
+        b.iter(|| {
+            thread::scope(|s| {
+                s.spawn(|| black_box(shared.next_uid().unwrap()));
+            })
+        })
+    });
+    group.bench_function(BenchmarkId::new("spawn_only", 1), |b| {
+        b.iter(|| {
+            thread::scope(|s| {
+                s.spawn(|| black_box(0u64));
+            })
+        })
+    });
+
+    // A light load: one thread, one call after each pause; only the calls are timed.
+    for pause_us in [100u64, 1000] {
+        let pause = Duration::from_micros(pause_us);
+        group.bench_function(BenchmarkId::new("light", pause_us), |b| {
+            b.iter_custom(|iters| {
+                let mut calls = Duration::ZERO;
+                for _ in 0..iters {
+                    thread::sleep(pause);
+                    let start = Instant::now();
+                    black_box(shared.next_uid().unwrap());
+                    calls += start.elapsed();
+                }
+                calls
+            })
+        });
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     // Short runs: the whole suite (about 40 benchmarks) must stay well under 15 minutes.
     Criterion::default()
@@ -220,6 +286,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = threads, batch
+    targets = threads, batch, patterns
 }
 criterion_main!(benches);

@@ -1,5 +1,6 @@
-//! Turns criterion's estimates and `uidgen bench --json` reports into `results/README.md`
-//! and `results/throughput.svg`. `scripts/bench` runs it; by hand:
+//! Turns criterion's estimates and `uidgen bench --json` reports (one per usage pattern,
+//! shown as a table) into `results/README.md` and `results/throughput.svg`.
+//! `scripts/bench` runs it; by hand:
 //! `cargo run --release --example bench_report -- REPORT.json...`
 //! (machine details come from the environment variables `scripts/bench` sets).
 
@@ -192,10 +193,130 @@ fn svg(group: &Group) -> String {
     s
 }
 
+/// The `patterns` group: each benchmark's time per ID, and what starting a thread
+/// leaves of `churn/1` when `spawn_only/1` is taken off.
+fn patterns_table(group: &Group) -> String {
+    let mut t = String::from(
+        "| benchmark | what one iteration is | time per ID (median) | IDs/s (median) | 95% interval | mean |\n|---|---|---|---|---|---|\n",
+    );
+    let what = |name: &str, param: u64| match name {
+        "single" => "one ID from one cached generator".to_owned(),
+        "alternate" => format!("one ID from the next of {param} cached generators in turn"),
+        "churn" => "start a thread, take one ID in it, join it".to_owned(),
+        "spawn_only" => "start a thread that does nothing, join it".to_owned(),
+        "light" => format!("one ID after a {param} µs pause (only the call timed)"),
+        _ => String::new(),
+    };
+    // The reference first, then the patterns, each beside its baseline.
+    let order = ["single", "alternate", "churn", "spawn_only", "light"];
+    let rank = |name: &str| order.iter().position(|o| *o == name).unwrap_or(order.len());
+    let mut names: Vec<&String> = group.keys().collect();
+    names.sort_by_key(|name| (rank(name), name.as_str()));
+    for name in names {
+        for (param, r) in &group[name] {
+            let _ = writeln!(
+                t,
+                "| `{name}/{param}` | {} | {} | {} | {}–{} | {} |",
+                what(name, *param),
+                ns(1e9 / r.median),
+                m(r.median),
+                m(r.low),
+                m(r.high),
+                m(r.mean)
+            );
+        }
+    }
+    let time = |name: &str| {
+        group
+            .get(name)
+            .and_then(|b| b.get(&1))
+            .map(|r| 1e9 / r.median)
+    };
+    if let (Some(churn), Some(spawn)) = (time("churn"), time("spawn_only")) {
+        let _ = writeln!(
+            t,
+            "\nThe ID's share of a thread started for it: {} of {} (`churn/1` less `spawn_only/1`; thread start-up is noisy here).",
+            ns(churn - spawn),
+            ns(churn)
+        );
+    }
+    t
+}
+
+/// A time in nanoseconds for people.
+fn ns(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{:.2} ms", v / 1e6)
+    } else if v.abs() >= 1e3 {
+        format!("{:.1} µs", v / 1e3)
+    } else {
+        format!("{v:.1} ns")
+    }
+}
+
+/// One row per `uidgen bench --json` report: the pattern, how it ran, and what it cost.
+fn runs_table(runs: &[Value]) -> String {
+    let mut t = String::from(
+        "| pattern | threads | generator | seconds | IDs/s | slots per ID | dropped stale | time ahead start → end | growth per s | p50 / p99.99 / max (ns) | rejected takes | duplicates |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    // A figure, or a dash where the run has none (no ring, no check, a batch run).
+    let num = |v: &Value, decimals: usize| {
+        v.as_f64()
+            .map_or("–".to_owned(), |x| format!("{x:.decimals$}"))
+    };
+    for run in runs {
+        let mut pattern = run["pattern"].as_str().unwrap_or("single").to_owned();
+        if let Some(batch @ 2..) = run["batch"].as_u64() {
+            let _ = write!(pattern, ", batch {batch}");
+        }
+        let threads = match (run["threads_run"].as_u64(), run["interval_ms"].as_u64()) {
+            (Some(total), _) => format!("{total} ({} at a time)", run["threads"]),
+            (None, Some(interval)) => format!(
+                "{} × 1 ID / {interval} ms ({:.2}% of the layout's rate)",
+                run["threads"],
+                100.0 * run["offered_share_of_layout"].as_f64().unwrap_or(0.0)
+            ),
+            (None, None) => run["threads"].to_string(),
+        };
+        let lat = &run["latency_ns"];
+        let latency = if lat.is_null() {
+            "–".to_owned()
+        } else {
+            format!("{} / {} / {}", lat["p50"], lat["p9999"], lat["max"])
+        };
+        let ahead = match (
+            run["time_ahead_start_secs"].as_f64(),
+            run["time_ahead_secs"].as_f64(),
+            run["time_ahead_growth_per_sec"].as_f64(),
+        ) {
+            (Some(start), Some(end), Some(growth)) => (
+                format!("{start:.0} s → {end:.0} s"),
+                format!("{growth:+.2} s"),
+            ),
+            _ => ("–".to_owned(), "–".to_owned()),
+        };
+        let _ = writeln!(
+            t,
+            "| {pattern} | {threads} | {} | {:.1} | {} | {} | {} | {} | {} | {latency} | {} | {} |",
+            run["generator"].as_str().unwrap_or("?"),
+            run["seconds"].as_f64().unwrap_or(0.0),
+            m(run["ids_per_sec"].as_f64().unwrap_or(0.0)),
+            num(&run["slots_per_id"], 3),
+            num(&run["discarded_stale"], 0),
+            ahead.0,
+            ahead.1,
+            num(&run["rejected_takes"], 0),
+            num(&run["duplicates"], 0),
+        );
+    }
+    t
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let criterion = PathBuf::from("target/criterion");
     let threads = load_group(&criterion, "threads");
     let batch = load_group(&criterion, "batch");
+    let patterns = load_group(&criterion, "patterns");
     if threads.is_empty() {
         return Err("no criterion results under target/criterion/threads: run `cargo bench --bench ids` first".into());
     }
@@ -248,7 +369,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             verdict(b >= 300e6)
         );
     }
-    for run in &runs {
+    // Runs from before `--pattern` have no such field: they were `single`.
+    let pattern_of = |run: &Value| run["pattern"].as_str().unwrap_or("single").to_owned();
+    for run in runs.iter().filter(|run| pattern_of(run) == "single") {
         let (t, secs, batch_len) = (
             run["threads"].as_u64().unwrap_or(0),
             run["seconds"].as_f64().unwrap_or(0.0),
@@ -316,20 +439,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "## Batches, one thread (`batch` group)\n\n{}",
         table(&batch, &[64, 1024], "batch", "baseline-fetch_add")
     );
-    let _ = writeln!(out, "## `uidgen bench` (every ID checked for duplicates)\n");
-    for run in &runs {
-        let lat = &run["latency_ns"];
-        let _ = writeln!(
-            out,
-            "- `uidgen bench --threads {} --batch {}`: {} thread(s), batch {}, {:.1} s: {} IDs/s, every call's latency p50/p99/p99.9/p99.99/max {}/{}/{}/{}/{} ns, {} rejected takes, {} ring slots per ID, {} duplicates, {} errors, time ahead {:.0} s at the end",
-            run["threads"], run["batch"],
-            run["threads"], run["batch"], run["seconds"].as_f64().unwrap_or(0.0),
-            m(run["ids_per_sec"].as_f64().unwrap_or(0.0)),
-            lat["p50"], lat["p99"], lat["p999"], lat["p9999"], lat["max"],
-            run["rejected_takes"], run["slots_per_id"], run["duplicates"], run["errors"],
-            run["time_ahead_secs"].as_f64().unwrap_or(0.0),
-        );
-    }
+    let _ = writeln!(
+        out,
+        "## Usage patterns (`patterns` group, one thread)\n\n{}",
+        patterns_table(&patterns)
+    );
+    let _ = writeln!(
+        out,
+        "## `uidgen bench` by pattern (every ID checked for duplicates)\n\n{}",
+        runs_table(&runs)
+    );
     std::fs::create_dir_all("results")?;
     std::fs::write("results/README.md", out)?;
     std::fs::write("results/throughput.svg", svg(&threads))?;

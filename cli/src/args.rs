@@ -4,6 +4,7 @@
 //! Environment variables are read in `worker.rs`, not by clap, so that `run` can be given
 //! an environment of its own and an empty variable counts as unset everywhere.
 
+use crate::bench::Pattern;
 use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -69,37 +70,93 @@ pub(crate) enum Command {
         #[command(flatten)]
         layout: LayoutArgs,
     },
-    /// Measure IDs/s, the latency of every call, rejected takes, ring slots per ID and duplicates on this machine.
-    Bench {
-        /// Which generator makes the IDs.
-        #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
-        generator: GeneratorKind,
-        /// Threads taking IDs at once.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
-        threads: u16,
-        /// How long to run, in seconds (more than 0, at most 86400).
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        /// IDs per call: 1 takes them one at a time, more takes batches (cached only).
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-        batch: u32,
-        /// Skip the duplicate check (it keeps about 16 bytes per run of consecutive IDs).
-        #[arg(long)]
-        no_check: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        worker: WorkerArgs,
-        #[command(flatten)]
-        layout: LayoutArgs,
-    },
+    /// Measure IDs/s, the latency of every call, rejected takes, ring slots per ID and duplicates on this machine, in one of four usage patterns.
+    Bench(BenchArgs),
     /// Print a completion script for a shell (e.g. uidgen completions bash > /etc/bash_completion.d/uidgen).
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The options of `bench`.
+#[derive(Args)]
+pub(crate) struct BenchArgs {
+    /// Which generator makes the IDs.
+    #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
+    pub(crate) generator: GeneratorKind,
+    /// How the generators are used: single, alternate:N with N from 2 to 64 (e.g.
+    /// --pattern alternate:4), churn or light.
+    ///
+    /// single: one generator, every thread flat out.
+    ///
+    /// alternate:N: N generators, each thread calling them in turn (0, 1, ..., N-1, 0,
+    /// ...), flat out. Their worker IDs are consecutive from --worker-id, or N rows of the
+    /// registry.
+    ///
+    /// churn: short-lived threads that take one ID each and exit, --threads at a time,
+    /// until --count threads have run or --seconds are up.
+    ///
+    /// light: --threads threads (default 400) each taking one ID every --interval-ms, for
+    /// --seconds.
+    #[arg(long, default_value = "single", value_name = "PATTERN", value_parser = parse_pattern)]
+    pub(crate) pattern: Pattern,
+    /// Threads taking IDs at once, 1 to 1024 (churn: threads started together in one
+    /// wave) [default: 1; 400 for light]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) threads: Option<u16>,
+    /// How long to run, in seconds (more than 0, at most 86400).
+    #[arg(long, default_value_t = 5.0)]
+    pub(crate) seconds: f64,
+    /// churn only: the most short-lived threads to run, 1 to 10000000 [default: 20000]
+    #[arg(long, value_name = "THREADS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub(crate) count: Option<u64>,
+    /// light only: each thread's time between two IDs, in milliseconds, 1 to 60000
+    /// [default: 250]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub(crate) interval_ms: Option<u64>,
+    /// IDs per call: 1 takes them one at a time, more takes batches (cached generator,
+    /// single and alternate only).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub(crate) batch: u32,
+    /// Skip the duplicate check (it keeps about 16 bytes per run of consecutive IDs).
+    #[arg(long)]
+    pub(crate) no_check: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) worker: WorkerArgs,
+    #[command(flatten)]
+    pub(crate) layout: LayoutArgs,
+}
+
+impl BenchArgs {
+    /// Threads of `light` when --threads is not given.
+    pub(crate) const LIGHT_THREADS: u16 = 400;
+    /// Short-lived threads of `churn` when --count is not given.
+    pub(crate) const CHURN_COUNT: u64 = 20_000;
+    /// Time between two IDs of a `light` thread when --interval-ms is not given.
+    pub(crate) const INTERVAL_MS: u64 = 250;
+
+    /// An option given for a pattern it does not apply to (clap cannot see that alone).
+    pub(crate) fn misplaced_option(&self) -> Option<String> {
+        let pattern = self.pattern;
+        let wrong = |option: &str, applies_to: &str| {
+            format!("{option} applies only to {applies_to}, not to --pattern {pattern}")
+        };
+        if self.count.is_some() && pattern != Pattern::Churn {
+            return Some(wrong("--count", "--pattern churn"));
+        }
+        if self.interval_ms.is_some() && pattern != Pattern::Light {
+            return Some(wrong("--interval-ms", "--pattern light"));
+        }
+        if self.batch > 1 && matches!(pattern, Pattern::Churn | Pattern::Light) {
+            return Some(wrong("--batch above 1", "--pattern single and alternate:N"));
+        }
+        None
+    }
 }
 
 /// Which generator makes the IDs.
@@ -135,6 +192,10 @@ pub(crate) struct WorkerArgs {
     /// Default: uidgen/workers.sqlite3 in the user's data folder (~/.local/share on Linux).
     #[arg(long, value_name = "FILE", value_parser = parse_path)]
     pub(crate) worker_db: Option<PathBuf>,
+}
+
+fn parse_pattern(text: &str) -> Result<Pattern, String> {
+    text.parse()
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

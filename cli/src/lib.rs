@@ -11,7 +11,7 @@ mod worker;
 
 pub use redact::{Scrubbed, Secrets};
 
-use args::{Cli, Command, GeneratorKind, LayoutArgs, WorkerArgs};
+use args::{BenchArgs, Cli, Command, GeneratorKind, LayoutArgs, WorkerArgs};
 use clap::{CommandFactory, Parser};
 use output::{chain, report, Failure, Lines};
 use std::ffi::OsString;
@@ -113,62 +113,7 @@ fn execute(
             layout,
         } => show_worker(json, &worker, &layout, env, stdout),
         Command::Layout { json, layout } => show_layout(json, &layout, stdout),
-        Command::Bench {
-            generator,
-            threads,
-            seconds,
-            batch,
-            no_check,
-            json,
-            worker,
-            layout,
-        } => {
-            if !(seconds > 0.0 && seconds <= 86_400.0) {
-                return Err(Failure::msg(format!(
-                    "--seconds {seconds} is out of range: more than 0, at most 86400"
-                )));
-            }
-            if batch > 1 && matches!(generator, GeneratorKind::Default) {
-                return Err(Failure::msg(
-                    "--batch above 1 needs --generator cached (the default generator takes \
-                     IDs one at a time)",
-                ));
-            }
-            let source = Source::from_args(&worker, env)?;
-            let bits = layout.builder()?.build()?;
-            let worker_id = source.assign(&bits)?.worker_id;
-            let options = bench::BenchOptions {
-                threads: usize::from(threads),
-                duration: std::time::Duration::from_secs_f64(seconds),
-                batch: batch as usize,
-                check: !no_check,
-            };
-            let total_ms = options.duration.as_millis() as u64;
-            // indicatif draws only when stderr is a terminal, and never panics on a
-            // failed draw.
-            let progress = indicatif::ProgressBar::new(total_ms).with_style(
-                indicatif::ProgressStyle::with_template("{bar:40} {elapsed}/{duration} {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            let report = match generator {
-                GeneratorKind::Cached => {
-                    let cached = cached_generator(bits, worker_id)?;
-                    bench::run("cached", &cached, Some(&cached), &options, &progress)
-                }
-                GeneratorKind::Default => {
-                    let default = DefaultUidGenerator::new(bits, worker_id)?;
-                    bench::run("default", &default, None, &options, &progress)
-                }
-            };
-            let mut out = Lines::new(stdout);
-            if json {
-                out.text(&serde_json::to_string_pretty(&report)?)?;
-            } else {
-                out.text(&report.to_string())?;
-            }
-            out.flush()?;
-            Ok(SUCCESS)
-        }
+        Command::Bench(args) => bench(&args, env, stdout, stderr),
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics if its writer fails.
             let mut script = Vec::new();
@@ -178,6 +123,100 @@ fn execute(
             Ok(SUCCESS)
         }
     }
+}
+
+/// A usage error clap cannot find alone, said as clap says its own (status 2).
+fn usage_error(
+    subcommand: &str,
+    message: &str,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let mut cli = Cli::command();
+    // Built, so that the subcommand's usage line says `uidgen bench`.
+    cli.build();
+    let err = match cli.find_subcommand_mut(subcommand) {
+        Some(command) => command.error(clap::error::ErrorKind::ArgumentConflict, message),
+        None => cli.error(clap::error::ErrorKind::ArgumentConflict, message),
+    };
+    clap_message(&err, stdout, stderr)
+}
+
+fn bench(
+    args: &BenchArgs,
+    env: Env,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<u8, Failure> {
+    if let Some(problem) = args.misplaced_option() {
+        return Ok(usage_error("bench", &problem, stdout, stderr));
+    }
+    let seconds = args.seconds;
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(Failure::msg(format!(
+            "--seconds {seconds} is out of range: more than 0, at most 86400"
+        )));
+    }
+    if args.batch > 1 && matches!(args.generator, GeneratorKind::Default) {
+        return Err(Failure::msg(
+            "--batch above 1 needs --generator cached (the default generator takes \
+             IDs one at a time)",
+        ));
+    }
+    let source = Source::from_args(&args.worker, env)?;
+    let bits = args.layout.builder()?.build()?;
+    let worker_ids = source.assign_many(&bits, args.pattern.generators())?;
+    let default_threads = match args.pattern {
+        bench::Pattern::Light => BenchArgs::LIGHT_THREADS,
+        _ => 1,
+    };
+    let options = bench::BenchOptions {
+        pattern: args.pattern,
+        threads: usize::from(args.threads.unwrap_or(default_threads)),
+        duration: std::time::Duration::from_secs_f64(seconds),
+        batch: args.batch as usize,
+        check: !args.no_check,
+        count: args.count.unwrap_or(BenchArgs::CHURN_COUNT),
+        interval: std::time::Duration::from_millis(
+            args.interval_ms.unwrap_or(BenchArgs::INTERVAL_MS),
+        ),
+    };
+    let total_ms = options.duration.as_millis() as u64;
+    // indicatif draws only when stderr is a terminal, and never panics on a failed draw.
+    let progress = indicatif::ProgressBar::new(total_ms).with_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {elapsed}/{duration} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report = match args.generator {
+        GeneratorKind::Cached => {
+            let all = worker_ids
+                .iter()
+                .map(|&id| cached_generator(bits, id))
+                .collect::<Result<Vec<_>, _>>()?;
+            bench::run(
+                "cached",
+                &bench::Generators::cached(&all),
+                &options,
+                &progress,
+            )
+        }
+        GeneratorKind::Default => {
+            let all = worker_ids
+                .iter()
+                .map(|&id| DefaultUidGenerator::new(bits, id))
+                .collect::<Result<Vec<_>, _>>()?;
+            let generators = bench::Generators::without_ring(&all);
+            bench::run("default", &generators, &options, &progress)
+        }
+    };
+    let mut out = Lines::new(stdout);
+    if args.json {
+        out.text(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.text(&report.to_string())?;
+    }
+    out.flush()?;
+    Ok(SUCCESS)
 }
 
 /// The ring's slots for the cached generator: UidGenerator's eight ticks' worth, at most

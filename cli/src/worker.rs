@@ -3,7 +3,7 @@
 //! environment variable counts as unset.
 
 use crate::args::WorkerArgs;
-use crate::output::Failure;
+use crate::output::{Context, Failure};
 use crate::Env;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -108,16 +108,16 @@ impl Source {
     }
 
     /// Takes the worker ID (a new registry row, unless it is fixed).
-    pub(crate) fn assign(self, bits: &BitsAllocator) -> Result<WorkerAssignment, Failure> {
+    pub(crate) fn assign(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, Failure> {
         Ok(match self {
-            Source::Fixed(id) => FixedWorkerId(id).assign_worker_id(bits)?,
+            Source::Fixed(id) => FixedWorkerId(*id).assign_worker_id(bits)?,
             Source::MySql {
                 url,
                 create_table,
                 timeout,
-            } => assign_from_mysql(&url, create_table, timeout, bits)?,
+            } => assign_from_mysql(url, *create_table, *timeout, bits)?,
             Source::Embedded(Some(path)) => {
-                EmbeddedWorkerIdAssigner::new(path).assign_worker_id(bits)?
+                EmbeddedWorkerIdAssigner::new(path.clone()).assign_worker_id(bits)?
             }
             // The library's default path reads UIDGEN_WORKER_DB from the process
             // environment again; in the binary it is unset or empty here (a value was
@@ -127,6 +127,34 @@ impl Source {
                 EmbeddedWorkerIdAssigner::at_default_path()?.assign_worker_id(bits)?
             }
         })
+    }
+
+    /// `count` worker IDs: consecutive ones from a fixed ID, each checked against the
+    /// layout, or `count` rows from a registry.
+    pub(crate) fn assign_many(
+        &self,
+        bits: &BitsAllocator,
+        count: usize,
+    ) -> Result<Vec<u64>, Failure> {
+        let Source::Fixed(first) = *self else {
+            return (0..count)
+                .map(|_| Ok(self.assign(bits)?.worker_id))
+                .collect();
+        };
+        let last = first.saturating_add(count.saturating_sub(1) as u64);
+        (first..=last)
+            .map(|id| match FixedWorkerId(id).assign_worker_id(bits) {
+                Ok(assigned) => Ok(assigned.worker_id),
+                Err(err) if count > 1 => Err(Failure::Error(Box::new(Context {
+                    doing: format!(
+                        "{count} generators take the consecutive worker IDs {first} to {last} \
+                         from --worker-id"
+                    ),
+                    source: Box::new(err),
+                }))),
+                Err(err) => Err(err.into()),
+            })
+            .collect()
     }
 }
 

@@ -131,3 +131,137 @@ fn bad_layouts_and_worker_ids_are_errors_not_panics() {
         );
     }
 }
+
+/// A successful `uidgen bench ARGS --json` (ARGS separated by spaces), read.
+fn bench_json(args: &str) -> serde_json::Value {
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let out = uidgen(&[&["bench", "--json"][..], &args].concat());
+    serde_json::from_str(&common::success_stdout(&out)).expect("one JSON report")
+}
+
+/// What every bench run must show: IDs, none twice, every call in the histogram.
+fn assert_sound_bench(report: &serde_json::Value) -> u64 {
+    let ids = report["total_ids"].as_u64().unwrap();
+    assert!(ids > 0, "{report}");
+    assert_eq!(report["duplicates"], 0, "{report}");
+    assert_eq!(report["errors"], 0, "{report}");
+    assert_eq!(
+        report["latency_ns"]["calls"], ids,
+        "every call timed: {report}"
+    );
+    ids
+}
+
+#[test]
+fn bench_churn_runs_the_threads_asked_for() {
+    let report = bench_json("--pattern churn --count 200 --threads 8 --seconds 30 --worker-id 40");
+    assert_eq!(assert_sound_bench(&report), 200);
+    assert_eq!(report["pattern"], "churn");
+    assert_eq!(report["threads_run"], 200);
+    assert_eq!(report["threads"], 8);
+    assert!(report["slots_per_id"].is_number() && report["discarded_stale"].is_number());
+}
+
+#[test]
+fn bench_alternate_uses_consecutive_worker_ids_and_counts_slots_over_all() {
+    let report = bench_json("--pattern alternate:3 --threads 2 --seconds 0.3 --worker-id 41");
+    assert_sound_bench(&report);
+    assert_eq!(report["pattern"], "alternate:3");
+    assert_eq!(report["generators"], 3);
+    assert_eq!(report["worker_ids"], serde_json::json!([41, 42, 43]));
+    assert_eq!(report["out_of_order"], 0);
+    // Taken from three rings in turn: a figure over one ring alone would be about 1/3.
+    let slots = report["slots_per_id"].as_f64().unwrap();
+    assert!(slots >= 0.99, "{slots} slots per ID: {report}");
+}
+
+#[test]
+fn bench_alternate_takes_one_registry_row_per_generator() {
+    let (_dir, registry) = common::temp_registry();
+    let mut cmd = common::uidgen(&[
+        "bench",
+        "--json",
+        "--pattern",
+        "alternate:2",
+        "--generator",
+        "default",
+        "--seconds",
+        "0.1",
+        "--layout",
+        "snowflake",
+    ]);
+    cmd.env("UIDGEN_WORKER_DB", &registry);
+    let report: serde_json::Value =
+        serde_json::from_str(&common::success_stdout(&common::output(&mut cmd))).unwrap();
+    assert_sound_bench(&report);
+    assert_eq!(report["worker_ids"], serde_json::json!([1, 2]));
+    assert!(report["slots_per_id"].is_null(), "no ring: {report}");
+}
+
+#[test]
+fn bench_light_makes_one_call_per_thread_and_interval() {
+    let report =
+        bench_json("--pattern light --threads 10 --interval-ms 100 --seconds 0.5 --worker-id 44");
+    let calls = assert_sound_bench(&report) as f64;
+    // 10 threads × 0.5 s × 1000 / 100 ms, by schedule, whatever the machine's speed.
+    assert!((calls - 50.0).abs() <= 5.0, "{calls} calls: {report}");
+    assert_eq!(report["pattern"], "light");
+    assert_eq!(report["interval_ms"], 100);
+    // 100 IDs/s offered against the default layout's 8192 IDs/s.
+    let share = report["offered_share_of_layout"].as_f64().unwrap();
+    assert!((share - 100.0 / 8192.0).abs() < 1e-9, "{share}");
+    assert!(report["time_ahead_start_secs"].is_number(), "{report}");
+}
+
+#[test]
+fn bench_light_defaults_to_400_threads() {
+    let report = bench_json("--pattern light --interval-ms 1000 --seconds 0.2 --worker-id 45");
+    assert_eq!(report["threads"], 400);
+    // The threads start 2.5 ms apart within the 1 s interval: those starting in the
+    // first 0.2 s, 80 of them, make one call each.
+    let calls = assert_sound_bench(&report);
+    assert!(
+        (72..=88).contains(&calls),
+        "{calls} calls, expected 80: {report}"
+    );
+}
+
+#[test]
+fn bench_pattern_values_and_misplaced_options_are_usage_errors() {
+    for (pattern, says) in [
+        ("alternate:1", "from 2 to 64"),
+        ("alternate:65", "from 2 to 64"),
+        ("alternate", "alternate:N with N from 2 to 64"),
+        (
+            "bursty",
+            "single, alternate:N (N from 2 to 64), churn or light",
+        ),
+    ] {
+        let out = uidgen(&["bench", "--pattern", pattern, "--worker-id", "1"]);
+        common::assert_fails_with(&out, 2, &[pattern, says]);
+    }
+    for (args, says) in [
+        (
+            &["--count", "5"][..],
+            "--count applies only to --pattern churn",
+        ),
+        (
+            &["--pattern", "churn", "--interval-ms", "5"],
+            "--interval-ms applies only to --pattern light",
+        ),
+        (&["--pattern", "light", "--batch", "8"], "--batch above 1"),
+        (&["--pattern", "light", "--threads", "1025"], "1..=1024"),
+    ] {
+        let out = uidgen(&[&["bench", "--worker-id", "1"][..], args].concat());
+        common::assert_fails_with(&out, 2, &[says]);
+    }
+    // Worker IDs past the layout's: the settings are read, then refused (status 1).
+    let out = uidgen(&[
+        "bench",
+        "--pattern",
+        "alternate:2",
+        "--worker-id",
+        "1048575",
+    ]);
+    common::assert_fails_with(&out, 1, &["1048575 to 1048576", "max_worker_id 1048575"]);
+}
