@@ -109,6 +109,11 @@ pub(crate) struct BenchArgs {
     /// How long to run, in seconds (more than 0, at most 86400).
     #[arg(long, default_value_t = 5.0)]
     pub(crate) seconds: f64,
+    /// single and alternate only: run this many seconds first, unmeasured, so the
+    /// padder has sized its fills to the load (0 to 60; the report gives the warm-up's
+    /// rejected takes apart) [default: 1]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_warmup)]
+    pub(crate) warmup: Option<f64>,
     /// churn only: the most short-lived threads to run, 1 to 10000000 [default: 20000]
     #[arg(long, value_name = "THREADS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub(crate) count: Option<u64>,
@@ -139,6 +144,8 @@ impl BenchArgs {
     pub(crate) const CHURN_COUNT: u64 = 20_000;
     /// Time between two IDs of a `light` thread when --interval-ms is not given.
     pub(crate) const INTERVAL_MS: u64 = 250;
+    /// Unmeasured seconds before a flat-out run when --warmup is not given.
+    pub(crate) const WARMUP_SECS: f64 = 1.0;
 
     /// An option given for a pattern it does not apply to (clap cannot see that alone).
     pub(crate) fn misplaced_option(&self) -> Option<String> {
@@ -149,6 +156,9 @@ impl BenchArgs {
         if self.count.is_some() && pattern != Pattern::Churn {
             return Some(wrong("--count", "--pattern churn"));
         }
+        if self.warmup.is_some() && matches!(pattern, Pattern::Churn | Pattern::Light) {
+            return Some(wrong("--warmup", "--pattern single and alternate:N"));
+        }
         if self.interval_ms.is_some() && pattern != Pattern::Light {
             return Some(wrong("--interval-ms", "--pattern light"));
         }
@@ -156,6 +166,13 @@ impl BenchArgs {
             return Some(wrong("--batch above 1", "--pattern single and alternate:N"));
         }
         None
+    }
+}
+
+fn parse_warmup(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if (0.0..=60.0).contains(&secs) => Ok(secs),
+        _ => Err(format!("expected seconds from 0 to 60, got {text:?}")),
     }
 }
 

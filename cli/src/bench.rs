@@ -128,6 +128,10 @@ pub struct BenchReport {
     pub errors: u64,
     /// Calls that found a ring empty during the run, all generators together.
     pub rejected_takes: Option<u64>,
+    /// The unmeasured run before it (single and alternate), and its rejected takes: the
+    /// padder starts with a small fill and grows it to the load.
+    pub warmup_secs: f64,
+    pub warmup_rejected_takes: Option<u64>,
     /// Borrowed time at the start and at the end (the largest over the generators).
     pub time_ahead_start_secs: Option<f64>,
     pub time_ahead_secs: Option<f64>,
@@ -158,6 +162,7 @@ pub struct Percentiles {
     pub calls: u64,
 }
 
+#[derive(Clone, Copy)]
 pub struct BenchOptions {
     pub pattern: Pattern,
     /// Threads at once; for churn, the threads of one wave.
@@ -167,6 +172,8 @@ pub struct BenchOptions {
     pub check: bool,
     /// Churn: the most short-lived threads to run.
     pub count: u64,
+    /// Single and alternate: an unmeasured run first, this long.
+    pub warmup: Duration,
     /// Light: each thread's time between two calls.
     pub interval: Duration,
 }
@@ -353,6 +360,27 @@ pub fn run(
         "one generator per pattern slot"
     );
     let overhead = timer_overhead();
+    let warmup_rejected_takes = (!options.warmup.is_zero()
+        && matches!(options.pattern, Pattern::Single | Pattern::Alternate(_)))
+    .then(|| {
+        // The same calls, unrecorded: the padder learns the load before it is measured.
+        let start = RingCounters::read(&generators.rings);
+        let warmup = BenchOptions {
+            duration: options.warmup,
+            check: false,
+            ..*options
+        };
+        flat_out(
+            &generators.calls,
+            &warmup,
+            &indicatif::ProgressBar::hidden(),
+        );
+        let end = RingCounters::read(&generators.rings);
+        start
+            .zip(end)
+            .map(|(s, e)| e.rejected_takes - s.rejected_takes)
+    })
+    .flatten();
     let before = RingCounters::read(&generators.rings);
     let (recorders, threads_run) = match options.pattern {
         Pattern::Single | Pattern::Alternate(_) => {
@@ -366,7 +394,7 @@ pub fn run(
     };
     progress.finish_and_clear();
     let after = RingCounters::read(&generators.rings);
-    summarize(
+    let mut report = summarize(
         name,
         generators,
         options,
@@ -374,7 +402,10 @@ pub fn run(
         threads_run,
         overhead,
         before.zip(after),
-    )
+    );
+    report.warmup_secs = options.warmup.as_secs_f64();
+    report.warmup_rejected_takes = warmup_rejected_takes;
+    report
 }
 
 /// Raised when the run's time is up; IDs taken so far, for the progress bar.
@@ -575,6 +606,8 @@ fn summarize(
         timer_overhead_ns: overhead,
         errors: recorders.iter().map(|r| r.errors).sum(),
         rejected_takes: rings.map(|(b, a)| a.rejected_takes - b.rejected_takes),
+        warmup_secs: 0.0,
+        warmup_rejected_takes: None,
         time_ahead_start_secs: rings.map(|(b, _)| b.time_ahead_secs),
         time_ahead_secs: rings.map(|(_, a)| a.time_ahead_secs),
         time_ahead_growth_per_sec: rings
@@ -723,10 +756,16 @@ impl fmt::Display for BenchReport {
             None => writeln!(f, "latency        not recorded for batches")?,
         }
         if let Some(rejected) = self.rejected_takes {
-            writeln!(
+            write!(
                 f,
                 "rejected takes {rejected} (calls that found the ring empty and waited)"
             )?;
+            match self.warmup_rejected_takes {
+                Some(warmup) => {
+                    writeln!(f, "; {warmup} in the {} s warm-up before", self.warmup_secs)?
+                }
+                None => writeln!(f)?,
+            }
         }
         if let (Some(start), Some(end), Some(growth), Some(fill)) = (
             self.time_ahead_start_secs,
@@ -796,6 +835,7 @@ mod tests {
             check: true,
             count: 20_000,
             interval: Duration::from_millis(250),
+            warmup: Duration::ZERO,
         }
     }
 

@@ -177,6 +177,12 @@ fn bench(
         batch: args.batch as usize,
         check: !args.no_check,
         count: args.count.unwrap_or(BenchArgs::CHURN_COUNT),
+        warmup: match args.pattern {
+            bench::Pattern::Single | bench::Pattern::Alternate(_) => {
+                std::time::Duration::from_secs_f64(args.warmup.unwrap_or(BenchArgs::WARMUP_SECS))
+            }
+            bench::Pattern::Churn | bench::Pattern::Light => std::time::Duration::ZERO,
+        },
         interval: std::time::Duration::from_millis(
             args.interval_ms.unwrap_or(BenchArgs::INTERVAL_MS),
         ),
