@@ -4,6 +4,7 @@
 //! `scripts/loom-mutants` breaks the ring in each documented way and requires these to fail.
 #![cfg(uidgen_loom)]
 
+use loom::sync::Arc;
 use loom::thread;
 use uidgen::ring::{Claimed, PutRejected, RingBuffer};
 
@@ -207,19 +208,30 @@ fn discarding_stale_ids_never_hands_one_out_twice() {
     });
 }
 
+/// Runs `body` on a thread of its own with a handle to `ring`.
+fn spawn_on<T: Send + 'static>(
+    ring: &Arc<RingBuffer>,
+    body: impl FnOnce(&RingBuffer) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let ring = ring.clone();
+    thread::spawn(move || body(&ring))
+}
+
+/// A thread that claims a position and reads it once: `(position, what it read)`.
+fn spawn_claimer(ring: &Arc<RingBuffer>) -> thread::JoinHandle<(u64, Claimed)> {
+    spawn_on(ring, |ring| {
+        let position = ring.claim();
+        (position, ring.read_claimed(position))
+    })
+}
+
 #[test]
 fn a_claimer_lapped_before_it_reads_never_gets_the_next_laps_id() {
     loom::model(|| {
         // Two slots, both filled: positions 0 and 1 hold IDs 1 and 2.
         let (ring, mut producer) = RingBuffer::new(2).unwrap();
         assert_eq!(producer.fill_run(1, 2).put, 2);
-        let taker = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                let position = ring.claim();
-                (position, ring.read_claimed(position))
-            })
-        };
+        let taker = spawn_claimer(&ring);
         // Another claim, then the producer refills whatever positions are claimed:
         // possibly the taker's, before the taker reads it.
         let mine = ring.claim();
@@ -250,13 +262,7 @@ fn a_claimer_lapped_before_it_reads_never_gets_the_next_laps_id() {
 fn a_claimer_waiting_on_an_empty_ring_reads_the_id_published_for_it() {
     loom::model(|| {
         let (ring, mut producer) = RingBuffer::new(4).unwrap();
-        let taker = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                let position = ring.claim();
-                (position, ring.read_claimed(position))
-            })
-        };
+        let taker = spawn_claimer(&ring);
         // Three IDs: published after the second and at the end.
         assert_eq!(producer.fill_run(1, 3).put, 3);
         let (position, read) = taker.join().unwrap();
@@ -280,25 +286,22 @@ fn a_claimer_waiting_on_an_empty_ring_reads_the_id_published_for_it() {
 fn a_taker_that_sees_the_ring_closed_has_seen_every_id() {
     loom::model(|| {
         let (ring, mut producer) = RingBuffer::new(4).unwrap();
-        let taker = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                let mut got = Vec::new();
-                loop {
-                    if let Some(taken) = ring.take() {
-                        got.push(taken.uid);
-                    } else if ring.is_closed() {
-                        // The last word: after the close, one more look.
-                        match ring.take() {
-                            Some(taken) => got.push(taken.uid),
-                            None => return got,
-                        }
-                    } else {
-                        thread::yield_now();
+        let taker = spawn_on(&ring, |ring| {
+            let mut got = Vec::new();
+            loop {
+                if let Some(taken) = ring.take() {
+                    got.push(taken.uid);
+                } else if ring.is_closed() {
+                    // The last word: after the close, one more look.
+                    match ring.take() {
+                        Some(taken) => got.push(taken.uid),
+                        None => return got,
                     }
+                } else {
+                    thread::yield_now();
                 }
-            })
-        };
+            }
+        });
         assert_eq!(producer.fill_run(1, 3).put, 3);
         drop(producer);
         assert_eq!(
