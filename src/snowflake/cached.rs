@@ -85,8 +85,7 @@ pub struct CachedStats {
     pub len: usize,
     /// Padding rounds run (including the first, in `build`).
     pub padding_rounds: u64,
-    /// Calls that found the ring empty, or their position lapped (each counted once,
-    /// however long it waited).
+    /// Calls that found the ring empty (each counted once, however long it waited).
     pub rejected_takes: u64,
     /// Padding rounds that left room unfilled: the time-ahead cap held, or the layout ran
     /// out (see [`put_reject_handler`](CachedUidGeneratorBuilder::put_reject_handler)).
