@@ -275,15 +275,12 @@ fn takes_do_not_wake_a_padder_that_waits_for_the_clock() {
             break;
         }
     }
-    let (before, claimed_before) = (generator.stats().padding_rounds, generator.stats().claimed);
+    let before = generator.stats().padding_rounds;
     let start = Instant::now();
     for _ in 0..5_000 {
         assert!(generator.next_uid().is_err());
         thread::sleep(Duration::from_micros(20));
     }
-    // A failed call claims nothing: 5,000 failures leave no positions that the padder
-    // would have to fill, unread, before anyone got an ID again.
-    assert_eq!(generator.stats().claimed, claimed_before);
     let rounds = generator.stats().padding_rounds - before;
     // On its own the capped padder looks at the clock every 10 ms (a tenth of a tick,
     // at most 10 ms); a wake-up per take would be thousands of rounds.

@@ -41,8 +41,7 @@ const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 /// the padder laps the ring meanwhile, the stalled taker claims again (its first ID is
 /// never issued).
 ///
-/// **IDs not issued:** a call that fails (the take policy gave up) while others wait
-/// behind it leaves one (a lone one gives its position back), a taker
+/// **IDs not issued:** a call that fails (the take policy gave up) leaves one, a taker
 /// lapped while stalled leaves one, and IDs still in the ring when their tick is
 /// `4 × resync_interval` behind the clock are dropped (`discarded_stale`). Fills follow
 /// demand (at least 256 IDs), so under a steady rate above 256 IDs per 4 resync intervals
@@ -374,32 +373,21 @@ impl CachedUidGenerator {
     #[inline]
     fn next_uid_claiming(&self) -> Result<u64, UidError> {
         let mut position = self.ring.claim();
-        if let Some(uid) = self.read_claimed(&mut position) {
-            return Ok(uid);
-        }
-        // Nothing published for it yet. Give the position back if no one claimed past
-        // it and wait holding none, so a call the take policy fails (a fail-fast caller
-        // polling an empty ring, say) leaves no position for the padder to fill unread.
-        if self.ring.unclaim(position) {
-            return self.take_slow(|| self.take_one());
-        }
-        // Others claimed past it: it is ours, and theirs come after it.
-        self.take_slow(|| self.read_claimed(&mut position))
-    }
-
-    /// Reads a claimed position, claiming another if it was lapped; `None` while it is
-    /// not published.
-    #[inline]
-    fn read_claimed(&self, position: &mut u64) -> Option<u64> {
-        loop {
-            match self.ring.read_claimed(*position) {
+        // Reads the position, claiming another if it was lapped; `None` while it is not
+        // published. The position is ours until read, so waiting keeps it.
+        let mut read = move || loop {
+            match self.ring.read_claimed(position) {
                 Claimed::Taken(taken) => {
                     self.after_take(taken.remaining);
                     return Some(taken.uid);
                 }
-                Claimed::Lost => *position = self.ring.claim(),
+                Claimed::Lost => position = self.ring.claim(),
                 Claimed::NotYet => return None,
             }
+        };
+        match read() {
+            Some(uid) => Ok(uid),
+            None => self.take_slow(read),
         }
     }
 

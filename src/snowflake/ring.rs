@@ -25,10 +25,8 @@
 //!   to `c + n`, so they never hold a position they might give up on; they check
 //!   `writing` the same way.
 //!
-//! A claimer that finds its position not yet published gives it back (a CAS from
-//! `p + 1` to `p`) if no one has claimed past it, and then waits holding nothing; if
-//! others have, it keeps it. So only a caller that gives up (the take policy said fail)
-//! while others wait behind it leaves a position that is filled and never handed out.
+//! Positions claimed past `tail` by takers that then give up (the take policy said fail)
+//! are filled later and never handed out: one ID lost per failed call.
 //!
 //! # Orderings
 //!
@@ -197,16 +195,6 @@ impl RingBuffer {
     #[inline]
     pub fn claim(&self) -> u64 {
         self.cursor.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Gives back `position`, just claimed and not published, if no one has claimed past
-    /// it; `false` (the caller keeps it) otherwise. A caller that may give up waiting
-    /// then waits holding nothing, so giving up costs no ID.
-    #[inline]
-    pub fn unclaim(&self, position: u64) -> bool {
-        self.cursor
-            .compare_exchange(position + 1, position, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
     }
 
     /// Reads a position this caller [`claim`](Self::claim)ed.
