@@ -66,8 +66,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             seen.fetch_add(1, Ordering::Relaxed);
         })
         .build()?;
-    while generator.next_uid().is_ok() {}
-    std::thread::sleep(Duration::from_millis(50));
+    // The padder fills to demand in growing steps: drain until a pause brings no more.
+    loop {
+        while generator.next_uid().is_ok() {}
+        std::thread::sleep(Duration::from_millis(50));
+        if generator.next_uid().is_err() {
+            break;
+        }
+    }
     println!(
         "put handler: {} rounds held back by the cap",
         held_back.load(Ordering::Relaxed)
