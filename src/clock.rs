@@ -8,6 +8,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub trait Clock: Send + Sync + 'static {
     /// The current time, in milliseconds since 1970-01-01 UTC.
     fn now_millis(&self) -> u64;
+
+    /// Which clocks share time marks: generators on clocks of one domain (with the same
+    /// worker ID and layout) never repeat each other's IDs in a process. Every clock but
+    /// [`ManualClock`] is the system's domain, 0; each manual clock (with its clones) has
+    /// its own, so a test's made-up time never pushes real generators ahead.
+    #[doc(hidden)]
+    fn mark_domain(&self) -> usize {
+        0
+    }
 }
 
 /// The operating system's wall clock.
@@ -41,13 +50,17 @@ impl Clock for SystemClock {
 #[derive(Debug, Clone)]
 pub struct ManualClock {
     millis: Arc<AtomicU64>,
+    /// Its own mark domain, shared by clones.
+    domain: usize,
 }
 
 impl ManualClock {
     /// A clock reading `unix_millis`.
     pub fn new(unix_millis: u64) -> Self {
+        static NEXT_DOMAIN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         Self {
             millis: Arc::new(AtomicU64::new(unix_millis)),
+            domain: NEXT_DOMAIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -82,11 +95,19 @@ impl Clock for ManualClock {
     fn now_millis(&self) -> u64 {
         self.millis.load(Ordering::SeqCst)
     }
+
+    fn mark_domain(&self) -> usize {
+        self.domain
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
     fn now_millis(&self) -> u64 {
         (**self).now_millis()
+    }
+
+    fn mark_domain(&self) -> usize {
+        (**self).mark_domain()
     }
 }
 

@@ -169,6 +169,14 @@ pub enum UidError {
         /// What stopped it.
         why: &'static str,
     },
+    /// The worker ID's lease or time mark no longer lets the generator start a tick: the
+    /// lease was lost or expired, or its store could not record a higher mark in time.
+    /// IDs already built stay unique; build a new generator (with a new lease) to go on.
+    #[error("the worker ID may not be used for new ticks: {why}")]
+    WorkerLease {
+        /// What happened, naming the store (never with a password).
+        why: String,
+    },
     /// `try_next_uid`: no ID is ready without waiting.
     #[error("no ID is ready without waiting ({why})")]
     WouldBlock {

@@ -76,7 +76,6 @@ mod error;
 mod generator;
 mod layout;
 mod snowflake;
-#[cfg(any(feature = "sqlite", feature = "mysql"))]
 mod store;
 mod sync;
 mod worker;
@@ -90,13 +89,24 @@ pub use snowflake::{
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RejectedTake,
     RollbackStrategy, TakeDecision, TakeRejectPolicy, DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
-#[cfg(feature = "mysql")]
+pub use store::lease::{Acquired, LeaseRecord, LeaseRequest, LeaseStore};
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;
-#[cfg(any(feature = "sqlite", feature = "mysql"))]
+#[cfg(feature = "mysql")]
+pub use store::MySqlLeaseStore;
+#[cfg(feature = "postgres")]
+pub use store::PostgresLeaseStore;
+#[cfg(feature = "redis")]
+pub use store::RedisLeaseStore;
+#[cfg(feature = "sqlite")]
+pub use store::SqliteLeaseStore;
 pub use store::{is_credential_key, Cause, StoreError};
+pub use worker::{
+    holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerLease,
+    WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
+};
 #[cfg(feature = "sqlite")]
 pub use worker::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
-pub use worker::{FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError};
 #[cfg(feature = "mysql")]
 pub use worker::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SCHEMA};
 #[cfg(any(feature = "sqlite", feature = "mysql"))]

@@ -52,6 +52,7 @@ fn assert_each_thread_increasing(per_thread: &[Vec<u64>]) {
 fn seven_million_ids_over_eight_threads_are_distinct_and_ordered_per_thread() {
     let per_thread = if cfg!(miri) { 1_000 } else { 875_000 };
     let gen = CachedUidGenerator::builder()
+        .allocator(common::seconds_layout())
         .worker_id(4321)
         .build()
         .unwrap();
@@ -95,7 +96,11 @@ fn batches_and_single_takes_interleave_without_repeats() {
 
 #[test]
 fn after_four_idle_seconds_ids_carry_the_current_tick() {
-    let gen = CachedUidGenerator::builder().worker_id(1).build().unwrap();
+    let gen = CachedUidGenerator::builder()
+        .allocator(common::seconds_layout())
+        .worker_id(1)
+        .build()
+        .unwrap();
     let bits = *gen.allocator();
     gen.next_uid().unwrap();
     // IDs are dropped once their tick is 4 resync intervals (2 s here) behind the clock,

@@ -147,9 +147,12 @@ fn default_layout_meets_its_stated_goals() {
         bits.end_millis() - now >= 30 * 365 * DAY_MS,
         "lives 30 years"
     );
-    assert!(bits.max_worker_id() + 1 >= 1 << 20);
-    assert!(bits.max_sequence() + 1 >= 1 << 13);
-    assert_eq!(bits.unit(), TimeUnit::Seconds);
+    assert!(bits.max_worker_id() + 1 >= 1024, "1,024 workers at once");
+    assert_eq!(bits.unit(), TimeUnit::Milliseconds);
+    assert!(
+        (bits.max_sequence() + 1) * 1000 >= 2_000_000,
+        "2M IDs a second per worker before borrowing"
+    );
 }
 
 #[test]

@@ -182,6 +182,53 @@ fn continue_never_fails_and_never_repeats() {
     }
 }
 
+/// `Continue` after a 1 s rollback under full load: IDs follow the time really passed
+/// and run ahead of it by at most the bound (the review saw 1,307 s after one second).
+#[test]
+fn continue_after_a_rollback_under_full_load_runs_ahead_no_further_than_its_bound() {
+    // Four IDs a millisecond: any steady caller outruns it, so the bound is what holds.
+    let bits = uidgen::BitsAllocator::builder()
+        .bits(41, 20, 2)
+        .unit(uidgen::TimeUnit::Milliseconds)
+        .epoch_millis(EPOCH_MS)
+        .build_unchecked_time()
+        .unwrap();
+    let clock = ManualClock::starting_now();
+    let bound = Duration::from_millis(200);
+    let gen = DefaultUidGenerator::builder()
+        .allocator(bits)
+        .worker_id(5)
+        .clock(clock.clone())
+        .rollback_strategy(RollbackStrategy::Continue)
+        .max_run_ahead(bound)
+        .build()
+        .unwrap();
+    let before = gen.next_uid().unwrap();
+    let (start_millis, start) = (clock.now_millis(), Instant::now());
+    // The clock goes back a second and stays there; real time goes on.
+    clock.rewind(Duration::from_secs(1));
+    let mut ids = vec![before];
+    let mut worst_ahead_ms = i64::MIN;
+    while start.elapsed() < Duration::from_millis(1500) {
+        let id = gen.next_uid().unwrap();
+        let real = start_millis + start.elapsed().as_millis() as u64;
+        let at = bits.parse(id).unwrap().timestamp_millis;
+        worst_ahead_ms = worst_ahead_ms.max(at as i64 - real as i64);
+        ids.push(id);
+    }
+    // Strictly increasing: none repeated.
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "IDs went down or repeated"
+    );
+    assert!(
+        worst_ahead_ms <= bound.as_millis() as i64 + 5,
+        "IDs ran {worst_ahead_ms} ms ahead of real time (bound {bound:?})"
+    );
+    // It kept issuing at about the layout's rate: 4 a millisecond for 1.5 s.
+    assert!(ids.len() > 2_000, "only {} IDs", ids.len());
+}
+
 #[test]
 fn spare_worker_switches_worker_and_goes_on() {
     for back in ROLLBACKS {
@@ -298,6 +345,7 @@ fn wait_within_max_blocks_until_the_clock_catches_up() {
 fn max_time_ahead_holds_time_ahead_under_its_cap_at_full_speed() {
     let cap = Duration::from_secs(2);
     let gen = CachedUidGenerator::builder()
+        .allocator(common::seconds_layout())
         .worker_id(3)
         .max_time_ahead(cap)
         .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(5)))

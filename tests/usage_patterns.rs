@@ -168,9 +168,15 @@ fn twenty_thousand_short_lived_threads_use_one_slot_per_id() {
 #[test]
 fn light_load_from_many_threads_uses_one_slot_per_id_and_borrows_no_time() {
     // The review's pattern: 400 threads, each taking an ID every 250 ms, about a fifth of
-    // the default layout's 8,192 IDs a second. The padder should fill for that rate:
+    // the second-based layout's 8,192 IDs a second. The padder should fill for that rate:
     // nothing dropped as stale, no future seconds borrowed.
-    let generator = Arc::new(CachedUidGenerator::builder().build().unwrap());
+    let generator = Arc::new(
+        CachedUidGenerator::builder()
+            .allocator(seconds_layout())
+            .worker_id(101)
+            .build()
+            .unwrap(),
+    );
     let run = Duration::from_secs(3);
     let start = Instant::now();
     let threads: Vec<_> = (0..400)
@@ -244,7 +250,12 @@ fn ping_pong_order_violations(generator: Arc<CachedUidGenerator>, rounds: usize)
 
 #[test]
 fn an_id_returned_after_another_on_any_thread_is_larger() {
-    let default = Arc::new(CachedUidGenerator::builder().build().unwrap());
+    let default = Arc::new(
+        CachedUidGenerator::builder()
+            .worker_id(102)
+            .build()
+            .unwrap(),
+    );
     assert_eq!(ping_pong_order_violations(default, 20_000), 0);
     // The opt-in per-thread batches give this up, as documented: the test can tell.
     let batched = Arc::new(
@@ -262,6 +273,7 @@ fn takes_do_not_wake_a_padder_that_waits_for_the_clock() {
     // The clock never moves and the padder may not run ahead of it: once the first
     // tick's IDs are gone, every take finds the ring empty.
     let generator = CachedUidGenerator::builder()
+        .allocator(seconds_layout())
         .clock(ManualClock::starting_now())
         .max_time_ahead(Duration::ZERO)
         .take_reject_policy(TakeRejectPolicy::fail_fast())
@@ -290,4 +302,15 @@ fn takes_do_not_wake_a_padder_that_waits_for_the_clock() {
         "{rounds} padding rounds for 5,000 takes in {:?}",
         start.elapsed()
     );
+}
+
+/// The second-based layout these patterns' figures are written for (30/20/13, the
+/// default before millisecond ticks).
+fn seconds_layout() -> uidgen::BitsAllocator {
+    uidgen::BitsAllocator::builder()
+        .bits(30, 20, 13)
+        .unit(uidgen::TimeUnit::Seconds)
+        .epoch("2026-01-01")
+        .build()
+        .unwrap()
 }

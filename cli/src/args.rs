@@ -52,8 +52,12 @@ pub(crate) enum Command {
         #[command(flatten)]
         layout: LayoutArgs,
     },
-    /// Take a worker ID for this launch and show it and where it came from.
+    /// Lease a worker ID, show it and where it came from, and give it back; or, with
+    /// list, show the store's leases, holders, time marks and expiry.
     Worker {
+        /// list: show every worker ID the store knows.
+        #[arg(value_name = "ACTION", value_parser = ["list"])]
+        action: Option<String>,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -189,10 +193,20 @@ pub(crate) enum GeneratorKind {
 /// registry (the default).
 #[derive(Args)]
 pub(crate) struct WorkerArgs {
-    /// Use this worker ID instead of a registry. No other process may be using it, nor
-    /// have used it within the ticks it borrowed.
+    /// Lease this worker ID rather than the lowest free one. It is refused while another
+    /// process holds it, and starts above every tick an earlier holder used (its time
+    /// mark in the store).
     #[arg(long, value_name = "ID")]
     pub(crate) worker_id: Option<u64>,
+    /// Where worker-ID leases and time marks are kept: a SQLite file path (the default
+    /// is the embedded store, see --worker-db), or a mysql://, postgres:// or redis://
+    /// URL.
+    #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) store: Option<String>,
+    /// How long a lease lasts unless renewed, in seconds (from 0.3; default 30): a run
+    /// killed without a chance to release keeps its worker ID this long.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub(crate) lease_ttl: Option<Duration>,
     /// Take the worker ID from the WORKER_NODE table on MySQL or MariaDB:
     /// mysql://user[:password]@host[:port]/database. Also read from UIDGEN_MYSQL_URL.
     /// Needs a uidgen built with the mysql feature.
@@ -205,7 +219,8 @@ pub(crate) struct WorkerArgs {
     /// connecting, each statement), in seconds [default: 5].
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub(crate) mysql_timeout: Option<Duration>,
-    /// The embedded registry's SQLite file. Also read from UIDGEN_WORKER_DB.
+    /// The embedded store's SQLite file (leases and time marks). Also read from
+    /// UIDGEN_WORKER_DB.
     /// Default: uidgen/workers.sqlite3 in the user's data folder (~/.local/share on Linux).
     #[arg(long, value_name = "FILE", value_parser = parse_path)]
     pub(crate) worker_db: Option<PathBuf>,
@@ -258,7 +273,12 @@ impl LayoutArgs {
         let mut builder = match parse_bits(&self.layout) {
             Some(bits) => {
                 let (t, w, s) = bits?;
-                Preset::Default.builder().bits(t, w, s)
+                // A split given by hand counts seconds unless --unit says otherwise, as
+                // UidGenerator's splits do.
+                Preset::Default
+                    .builder()
+                    .bits(t, w, s)
+                    .unit(uidgen::TimeUnit::Seconds)
             }
             // Our own error, not the library's: it names the option and cuts long input.
             None => self

@@ -1011,9 +1011,9 @@ mod tests {
             latency.calls
         );
         assert_eq!(report.interval_ms, Some(50));
-        // 8 threads at 20 IDs/s each against the default layout's 8192 IDs/s.
+        // 8 threads at 20 IDs/s each against the default layout's 8,192,000 IDs/s.
         let share = report.offered_share_of_layout.unwrap();
-        assert!((share - 160.0 / 8192.0).abs() < 1e-9, "{share}");
+        assert!((share - 160.0 / 8_192_000.0).abs() < 1e-12, "{share}");
         assert!(report.time_ahead_start_secs.is_some() && report.time_ahead_secs.is_some());
     }
 

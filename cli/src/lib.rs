@@ -21,7 +21,7 @@ use uidgen::{
     BitsAllocator, CachedUidGenerator, Clock, DefaultUidGenerator, SystemClock, TimeUnit,
     UidGenerator,
 };
-use worker::Source;
+use worker::{Source, Taken};
 
 /// The environment, as a lookup: `std::env::var_os` in the binary, a map in tests.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
@@ -108,10 +108,14 @@ fn execute(
         } => next(count, generator, json, &worker, &layout, env, stdout),
         Command::Parse { uids, layout } => parse(&uids, &layout, stdin, stdout, stderr),
         Command::Worker {
+            action,
             json,
             worker,
             layout,
-        } => show_worker(json, &worker, &layout, env, stdout),
+        } => match action.as_deref() {
+            Some("list") => list_workers(json, &worker, env, stdout),
+            _ => show_worker(json, &worker, &layout, env, stdout),
+        },
         Command::Layout { json, layout } => show_layout(json, &layout, stdout),
         Command::Bench(args) => bench(&args, env, stdout, stderr),
         Command::Completions { shell } => {
@@ -165,7 +169,7 @@ fn bench(
     }
     let source = Source::from_args(&args.worker, env)?;
     let bits = args.layout.builder()?.build()?;
-    let worker_ids = source.assign_many(&bits, args.pattern.generators())?;
+    let taken = source.take_many(&bits, args.pattern.generators())?;
     let default_threads = match args.pattern {
         bench::Pattern::Light => BenchArgs::LIGHT_THREADS,
         _ => 1,
@@ -195,9 +199,9 @@ fn bench(
     );
     let report = match args.generator {
         GeneratorKind::Cached => {
-            let all = worker_ids
-                .iter()
-                .map(|&id| cached_generator(bits, id))
+            let all = taken
+                .into_iter()
+                .map(|taken| cached_generator(bits, taken))
                 .collect::<Result<Vec<_>, _>>()?;
             bench::run(
                 "cached",
@@ -207,9 +211,9 @@ fn bench(
             )
         }
         GeneratorKind::Default => {
-            let all = worker_ids
-                .iter()
-                .map(|&id| DefaultUidGenerator::new(bits, id))
+            let all = taken
+                .into_iter()
+                .map(|taken| default_generator(bits, taken))
                 .collect::<Result<Vec<_>, _>>()?;
             let generators = bench::Generators::without_ring(&all);
             bench::run("default", &generators, &options, &progress)
@@ -232,12 +236,25 @@ fn ring_slots(bits: &BitsAllocator) -> usize {
     1usize << (bits.seq_bits() + 3).min(17)
 }
 
-fn cached_generator(bits: BitsAllocator, worker_id: u64) -> Result<CachedUidGenerator, Failure> {
-    Ok(CachedUidGenerator::builder()
+fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {
+    let builder = CachedUidGenerator::builder()
         .allocator(bits)
-        .worker_id(worker_id)
-        .ring_capacity(ring_slots(&bits))
-        .build()?)
+        .ring_capacity(ring_slots(&bits));
+    Ok(match taken.lease {
+        Some(lease) => builder.lease(lease),
+        None => builder.worker_id(taken.worker_id),
+    }
+    .build()?)
+}
+
+/// The default generator on the worker ID taken (its lease, if any, goes with it).
+fn default_generator(bits: BitsAllocator, taken: Taken) -> Result<DefaultUidGenerator, Failure> {
+    let builder = DefaultUidGenerator::builder().allocator(bits);
+    Ok(match taken.lease {
+        Some(lease) => builder.lease(lease),
+        None => builder.worker_id(taken.worker_id),
+    }
+    .build()?)
 }
 
 fn next(
@@ -256,10 +273,10 @@ fn next(
         source.check(&bits)?;
         return Ok(SUCCESS);
     }
-    let worker_id = source.assign(&bits)?.worker_id;
+    let taken = source.take(&bits)?;
     let generator: Box<dyn UidGenerator> = match generator {
-        GeneratorKind::Default => Box::new(DefaultUidGenerator::new(bits, worker_id)?),
-        GeneratorKind::Cached => Box::new(cached_generator(bits, worker_id)?),
+        GeneratorKind::Default => Box::new(default_generator(bits, taken)?),
+        GeneratorKind::Cached => Box::new(cached_generator(bits, taken)?),
     };
     let mut out = Lines::new(stdout);
     let mut batch = [0u64; 256];
@@ -348,6 +365,62 @@ fn parse(
     }
 }
 
+/// `uidgen worker list`: every worker ID the store knows, with holder, mark and expiry.
+fn list_workers(
+    json: bool,
+    worker: &WorkerArgs,
+    env: Env,
+    stdout: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let source = Source::from_args(worker, env)?;
+    let store = source.store()?;
+    let leases = store.leases()?;
+    let mark = |ms: u64| {
+        if ms == 0 {
+            "-".to_owned()
+        } else {
+            uidgen::BitsAllocator::default().format_instant(ms)
+        }
+    };
+    let mut out = Lines::new(stdout);
+    if json {
+        let rows: Vec<_> = leases
+            .iter()
+            .map(|lease| {
+                serde_json::json!({
+                    "worker_id": lease.worker_id,
+                    "holder": lease.holder,
+                    "live": lease.expires_in.is_some(),
+                    "expires_in_ms": lease.expires_in.map(|d| d.as_millis() as u64),
+                    "mark_ms": lease.mark_ms,
+                })
+            })
+            .collect();
+        out.line(serde_json::json!({ "store": store.describe(), "leases": rows }))?;
+    } else {
+        out.line(format_args!("store {}", store.describe()))?;
+        out.line(format_args!(
+            "{:>9}  {:<8}  {:<12}  {:<23}  holder",
+            "worker_id", "state", "expires_in", "mark"
+        ))?;
+        for lease in &leases {
+            let (state, expires) = match (lease.expires_in, &lease.holder) {
+                (Some(left), _) => ("held", format!("{:.1}s", left.as_secs_f64())),
+                (None, Some(_)) => ("expired", "-".to_owned()),
+                (None, None) => ("free", "-".to_owned()),
+            };
+            out.line(format_args!(
+                "{:>9}  {state:<8}  {expires:<12}  {:<23}  {}",
+                lease.worker_id,
+                mark(lease.mark_ms),
+                lease.holder.as_deref().unwrap_or("-")
+            ))?;
+        }
+    }
+    out.flush()?;
+    Ok(SUCCESS)
+}
+
 fn show_worker(
     json: bool,
     worker: &WorkerArgs,
@@ -357,7 +430,8 @@ fn show_worker(
 ) -> Result<u8, Failure> {
     let source = Source::from_args(worker, env)?;
     let bits = layout.builder()?.build()?;
-    let assigned = source.assign(&bits)?;
+    // Taken and given back at the end: the worker ID shown is free again afterwards.
+    let assigned = source.take(&bits)?;
     let mut out = Lines::new(stdout);
     if json {
         out.line(serde_json::json!({

@@ -8,7 +8,8 @@ use crate::Env;
 use std::path::PathBuf;
 use std::time::Duration;
 use uidgen::{
-    BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, WorkerAssignment, WorkerIdAssigner,
+    BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, LeaseStore, SqliteLeaseStore,
+    WorkerAssignment, WorkerIdAssigner, WorkerLease,
 };
 
 pub(crate) const MYSQL_URL_ENV: &str = "UIDGEN_MYSQL_URL";
@@ -16,14 +17,36 @@ pub(crate) const WORKER_DB_ENV: &str = "UIDGEN_WORKER_DB";
 
 /// The one source of the worker ID, with the name of the setting that chose it.
 pub(crate) enum Source {
-    Fixed(u64),
+    /// A lease from a store (the embedded one by default): the lowest free worker ID, or
+    /// the one given with `--worker-id`, checked against its time mark either way.
+    Lease {
+        store: StoreChoice,
+        worker_id: Option<u64>,
+        /// `--lease-ttl`, else the library's default.
+        ttl: Option<Duration>,
+    },
+    /// UidGenerator's WORKER_NODE: a new row, and worker ID, per launch.
     MySql {
         url: String,
         create_table: bool,
         timeout: Option<Duration>,
     },
-    /// The embedded registry, at this file or at the default path.
+}
+
+/// Where leases are kept.
+pub(crate) enum StoreChoice {
+    /// The embedded SQLite file: this one, or the default path.
     Embedded(Option<PathBuf>),
+    /// `--store URL`.
+    Url(String),
+}
+
+/// A worker ID taken for this launch: leased ones are released when this is dropped
+/// (or handed to a generator, which releases it when dropped).
+pub(crate) struct Taken {
+    pub(crate) worker_id: u64,
+    pub(crate) lease: Option<WorkerLease>,
+    pub(crate) source: String,
 }
 
 /// A non-empty environment variable.
@@ -55,10 +78,15 @@ impl Source {
             )),
             (None, None) => None,
         };
+        // --worker-id goes with a store (its mark is kept there), not with MySQL's
+        // one-row-per-launch registry.
         let given: Vec<&str> = [
-            args.worker_id.map(|_| "--worker-id"),
+            args.worker_id
+                .filter(|_| mysql.is_some())
+                .map(|_| "--worker-id"),
             mysql.as_ref().map(|m| m.1),
             db.as_ref().map(|d| d.1),
+            args.store.as_ref().map(|_| "--store"),
         ]
         .into_iter()
         .flatten()
@@ -87,74 +115,135 @@ impl Source {
                     )));
                 }
             }
+        } else if args.lease_ttl.is_some() {
+            return Err(Failure::msg(
+                "--lease-ttl applies only to leases, and --mysql-url (or UIDGEN_MYSQL_URL) \
+                 chooses UidGenerator's WORKER_NODE registry, which has none; leave one out",
+            ));
         }
-        Ok(match (args.worker_id, mysql, db) {
-            (Some(id), _, _) => Source::Fixed(id),
-            (None, Some((url, _)), _) => Source::MySql {
+        Ok(match (mysql, &args.store) {
+            (Some((url, _)), _) => Source::MySql {
                 url,
                 create_table: args.create_table,
                 timeout: args.mysql_timeout,
             },
-            (None, None, db) => Source::Embedded(db.map(|d| d.0)),
+            (None, Some(url)) => Source::Lease {
+                store: StoreChoice::Url(url.clone()),
+                worker_id: args.worker_id,
+                ttl: args.lease_ttl,
+            },
+            (None, None) => Source::Lease {
+                store: StoreChoice::Embedded(db.map(|d| d.0)),
+                worker_id: args.worker_id,
+                ttl: args.lease_ttl,
+            },
         })
+    }
+
+    /// The lease store chosen, if leases are used.
+    pub(crate) fn store(&self) -> Result<Box<dyn LeaseStore>, Failure> {
+        match self {
+            Source::Lease { store, .. } => store.open(),
+            Source::MySql { .. } => Err(Failure::msg(
+                "--mysql-url chooses UidGenerator's WORKER_NODE registry, which has no leases; \
+                 give --store mysql://... to keep leases on MySQL",
+            )),
+        }
     }
 
     /// Checks what can be checked without taking an ID (for `next -n 0`).
     pub(crate) fn check(&self, bits: &BitsAllocator) -> Result<(), Failure> {
-        if let Source::Fixed(id) = self {
+        if let Source::Lease {
+            worker_id: Some(id),
+            ..
+        } = self
+        {
             FixedWorkerId(*id).assign_worker_id(bits)?;
         }
         Ok(())
     }
 
-    /// Takes the worker ID (a new registry row, unless it is fixed).
-    pub(crate) fn assign(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, Failure> {
-        Ok(match self {
-            Source::Fixed(id) => FixedWorkerId(*id).assign_worker_id(bits)?,
+    /// Takes the worker ID: a lease (given back when dropped), or a WORKER_NODE row.
+    pub(crate) fn take(&self, bits: &BitsAllocator) -> Result<Taken, Failure> {
+        match self {
+            Source::Lease {
+                store,
+                worker_id,
+                ttl,
+            } => {
+                let mut builder = WorkerLease::builder(store.open()?);
+                if let Some(ttl) = ttl {
+                    builder = builder.ttl(*ttl);
+                }
+                let lease = match worker_id {
+                    Some(id) => builder.acquire_id(bits, *id)?,
+                    None => builder.acquire(bits)?,
+                };
+                Ok(Taken {
+                    worker_id: lease.worker_id(),
+                    source: format!("a lease from {}", lease.store()),
+                    lease: Some(lease),
+                })
+            }
+            Source::MySql { .. } => {
+                let assigned = self.assign(bits)?;
+                Ok(Taken {
+                    worker_id: assigned.worker_id,
+                    lease: None,
+                    source: assigned.source,
+                })
+            }
+        }
+    }
+
+    /// `count` worker IDs: consecutive ones from `--worker-id`, or the store's lowest
+    /// free ones, or `count` WORKER_NODE rows.
+    pub(crate) fn take_many(
+        &self,
+        bits: &BitsAllocator,
+        count: usize,
+    ) -> Result<Vec<Taken>, Failure> {
+        let Source::Lease {
+            store,
+            worker_id: Some(first),
+            ttl,
+        } = self
+        else {
+            return (0..count).map(|_| self.take(bits)).collect();
+        };
+        let last = first.saturating_add(count.saturating_sub(1) as u64);
+        (*first..=last)
+            .map(|id| {
+                Source::Lease {
+                    store: store.clone(),
+                    worker_id: Some(id),
+                    ttl: *ttl,
+                }
+                .take(bits)
+                .map_err(|err| match err {
+                    Failure::Error(source) if count > 1 => Failure::Error(Box::new(Context {
+                        doing: format!(
+                            "{count} generators take the consecutive worker IDs {first} to \
+                             {last} from --worker-id"
+                        ),
+                        source,
+                    })),
+                    other => other,
+                })
+            })
+            .collect()
+    }
+
+    /// A WORKER_NODE row on MySQL.
+    fn assign(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, Failure> {
+        match self {
             Source::MySql {
                 url,
                 create_table,
                 timeout,
-            } => assign_from_mysql(url, *create_table, *timeout, bits)?,
-            Source::Embedded(Some(path)) => {
-                EmbeddedWorkerIdAssigner::new(path.clone()).assign_worker_id(bits)?
-            }
-            // The library's default path reads UIDGEN_WORKER_DB from the process
-            // environment again; in the binary it is unset or empty here (a value was
-            // taken above), so this is the user's data folder. Tests that inject an
-            // environment always give a registry, and so never get here.
-            Source::Embedded(None) => {
-                EmbeddedWorkerIdAssigner::at_default_path()?.assign_worker_id(bits)?
-            }
-        })
-    }
-
-    /// `count` worker IDs: consecutive ones from a fixed ID, each checked against the
-    /// layout, or `count` rows from a registry.
-    pub(crate) fn assign_many(
-        &self,
-        bits: &BitsAllocator,
-        count: usize,
-    ) -> Result<Vec<u64>, Failure> {
-        let Source::Fixed(first) = *self else {
-            return (0..count)
-                .map(|_| Ok(self.assign(bits)?.worker_id))
-                .collect();
-        };
-        let last = first.saturating_add(count.saturating_sub(1) as u64);
-        (first..=last)
-            .map(|id| match FixedWorkerId(id).assign_worker_id(bits) {
-                Ok(assigned) => Ok(assigned.worker_id),
-                Err(err) if count > 1 => Err(Failure::Error(Box::new(Context {
-                    doing: format!(
-                        "{count} generators take the consecutive worker IDs {first} to {last} \
-                         from --worker-id"
-                    ),
-                    source: Box::new(err),
-                }))),
-                Err(err) => Err(err.into()),
-            })
-            .collect()
+            } => assign_from_mysql(url, *create_table, *timeout, bits),
+            Source::Lease { .. } => Err(Failure::msg("a lease store has no WORKER_NODE rows")),
+        }
     }
 }
 
@@ -190,5 +279,78 @@ fn assign_from_mysql(
     Err(Failure::msg(format!(
         "this uidgen was built without MySQL support: rebuild it with --features mysql, or \
          leave out --mysql-url and unset {MYSQL_URL_ENV} to use the embedded registry"
+    )))
+}
+
+impl Clone for StoreChoice {
+    fn clone(&self) -> Self {
+        match self {
+            StoreChoice::Embedded(path) => StoreChoice::Embedded(path.clone()),
+            StoreChoice::Url(url) => StoreChoice::Url(url.clone()),
+        }
+    }
+}
+
+impl StoreChoice {
+    /// Opens the store: a file path is the embedded store; `mysql://`, `postgres://` and
+    /// `redis://` URLs are servers (in a uidgen built with their feature).
+    pub(crate) fn open(&self) -> Result<Box<dyn LeaseStore>, Failure> {
+        let url = match self {
+            StoreChoice::Embedded(Some(path)) => {
+                return Ok(Box::new(SqliteLeaseStore::new(path.clone())))
+            }
+            // In the binary UIDGEN_WORKER_DB is unset or empty here (a value was taken
+            // above), so this is the user's data folder.
+            StoreChoice::Embedded(None) => {
+                let path = EmbeddedWorkerIdAssigner::default_path().ok_or_else(|| {
+                    Failure::msg(format!(
+                        "no data directory is known for this user; set {WORKER_DB_ENV} or \
+                         give --store with a file path"
+                    ))
+                })?;
+                return Ok(Box::new(SqliteLeaseStore::new(path)));
+            }
+            StoreChoice::Url(url) => url.as_str(),
+        };
+        let scheme = url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase());
+        match scheme.as_deref() {
+            None => Ok(Box::new(SqliteLeaseStore::new(
+                url.strip_prefix("sqlite:").unwrap_or(url),
+            ))),
+            Some("sqlite") => Ok(Box::new(SqliteLeaseStore::new(&url["sqlite://".len()..]))),
+            Some(scheme) => network_store(scheme, url),
+        }
+    }
+}
+
+fn network_store(scheme: &str, url: &str) -> Result<Box<dyn LeaseStore>, Failure> {
+    #[cfg(feature = "mysql")]
+    if scheme == "mysql" {
+        return Ok(Box::new(uidgen::MySqlLeaseStore::new(url)?));
+    }
+    #[cfg(feature = "postgres")]
+    if scheme == "postgres" || scheme == "postgresql" {
+        return Ok(Box::new(uidgen::PostgresLeaseStore::new(url)?));
+    }
+    #[cfg(feature = "redis")]
+    if scheme == "redis" {
+        return Ok(Box::new(uidgen::RedisLeaseStore::new(url)?));
+    }
+    let _ = url;
+    let feature = match scheme {
+        "postgresql" => "postgres",
+        "mysql" | "postgres" | "redis" => scheme,
+        _ => {
+            return Err(Failure::msg(format!(
+                "--store: unknown scheme {scheme:?}: give a SQLite file path, or a mysql://, \
+                 postgres:// or redis:// URL"
+            )))
+        }
+    };
+    Err(Failure::msg(format!(
+        "--store: this uidgen was built without {feature} support: rebuild it with \
+         --features {feature}, or give a SQLite file path"
     )))
 }

@@ -99,10 +99,10 @@ fn layout_reports_capacity_and_end() {
     let out = uidgen(&["layout"]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("30/20/13 s"), "{text}");
-    assert!(text.contains("1048576 worker IDs"), "{text}");
+    assert!(text.contains("40/10/13 ms"), "{text}");
+    assert!(text.contains("1024 worker IDs"), "{text}");
     assert!(text.contains("8192 IDs per tick"), "{text}");
-    assert!(text.contains("runs out       2060-01-10"), "{text}");
+    assert!(text.contains("runs out       2060-11-03"), "{text}");
 
     let out = uidgen(&["layout", "--layout", "uidgenerator"]);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -194,7 +194,8 @@ fn bench_alternate_takes_one_registry_row_per_generator() {
     let report: serde_json::Value =
         serde_json::from_str(&common::success_stdout(&common::output(&mut cmd))).unwrap();
     assert_sound_bench(&report);
-    assert_eq!(report["worker_ids"], serde_json::json!([1, 2]));
+    // One lease per generator, lowest first.
+    assert_eq!(report["worker_ids"], serde_json::json!([0, 1]));
     assert!(report["slots_per_id"].is_null(), "no ring: {report}");
 }
 
@@ -207,9 +208,9 @@ fn bench_light_makes_one_call_per_thread_and_interval() {
     assert!((calls - 50.0).abs() <= 5.0, "{calls} calls: {report}");
     assert_eq!(report["pattern"], "light");
     assert_eq!(report["interval_ms"], 100);
-    // 100 IDs/s offered against the default layout's 8192 IDs/s.
+    // 100 IDs/s offered against the default layout's 8,192,000 IDs/s.
     let share = report["offered_share_of_layout"].as_f64().unwrap();
-    assert!((share - 100.0 / 8192.0).abs() < 1e-9, "{share}");
+    assert!((share - 100.0 / 8_192_000.0).abs() < 1e-12, "{share}");
     assert!(report["time_ahead_start_secs"].is_number(), "{report}");
 }
 
@@ -256,12 +257,6 @@ fn bench_pattern_values_and_misplaced_options_are_usage_errors() {
         common::assert_fails_with(&out, 2, &[says]);
     }
     // Worker IDs past the layout's: the settings are read, then refused (status 1).
-    let out = uidgen(&[
-        "bench",
-        "--pattern",
-        "alternate:2",
-        "--worker-id",
-        "1048575",
-    ]);
-    common::assert_fails_with(&out, 1, &["1048575 to 1048576", "max_worker_id 1048575"]);
+    let out = uidgen(&["bench", "--pattern", "alternate:2", "--worker-id", "1023"]);
+    common::assert_fails_with(&out, 1, &["1023 to 1024", "max_worker_id 1023"]);
 }

@@ -3,6 +3,22 @@
 mod common;
 
 use common::{printed_ids, success_stdout};
+
+#[test]
+fn a_fixed_worker_id_run_five_times_back_to_back_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workers.sqlite3");
+    let mut all = HashSet::new();
+    for run in 0..5 {
+        let out = uidgen(&db, &["next", "--worker-id", "7", "-n", "100000"])
+            .output()
+            .unwrap();
+        for id in printed_ids(&out) {
+            assert!(all.insert(id), "run {run} repeated ID {id}");
+        }
+    }
+    assert_eq!(all.len(), 500_000);
+}
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -23,33 +39,45 @@ fn worker_id_of(out: &Output) -> u64 {
 }
 
 #[test]
-fn eight_processes_started_at_once_get_distinct_worker_ids() {
+fn eight_processes_started_at_once_make_distinct_ids() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("nested").join("workers.sqlite3");
     let children: Vec<_> = (0..8)
-        .map(|_| uidgen(&db, &["worker"]).spawn().unwrap())
+        .map(|_| uidgen(&db, &["next", "-n", "100000"]).spawn().unwrap())
         .collect();
-    let ids: Vec<u64> = children
-        .into_iter()
-        .map(|c| worker_id_of(&c.wait_with_output().unwrap()))
-        .collect();
-    let distinct: HashSet<u64> = ids.iter().copied().collect();
-    assert_eq!(distinct.len(), 8, "{ids:?}");
-    assert_eq!(distinct, (1..=8).collect(), "rows 1 to 8, one each");
+    let mut all = HashSet::new();
+    for child in children {
+        let ids = printed_ids(&child.wait_with_output().unwrap());
+        assert_eq!(ids.len(), 100_000);
+        for id in ids {
+            assert!(all.insert(id), "ID {id} printed twice");
+        }
+    }
 }
 
 #[test]
-fn next_uses_the_embedded_registry_by_default() {
+fn launches_reuse_the_lowest_free_worker_id_and_never_repeat() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("workers.sqlite3");
     let bits = BitsAllocator::default();
-    let mut workers = Vec::new();
-    for _ in 0..2 {
-        let ids = printed_ids(&uidgen(&db, &["next", "-n", "3"]).output().unwrap());
-        assert_eq!(ids.len(), 3);
-        workers.push(bits.parse(ids[0]).unwrap().worker_id);
+    let mut last = 0;
+    for launch in 0..5 {
+        let ids = printed_ids(&uidgen(&db, &["next", "-n", "20000"]).output().unwrap());
+        assert_eq!(bits.parse(ids[0]).unwrap().worker_id, 0, "launch {launch}");
+        assert!(
+            ids[0] > last,
+            "launch {launch} started at or below the last one's IDs"
+        );
+        last = *ids.last().unwrap();
     }
-    assert_eq!(workers, [1, 2], "each launch takes the next row");
+    // `worker` takes a worker ID and gives it back.
+    assert_eq!(worker_id_of(&uidgen(&db, &["worker"]).output().unwrap()), 0);
+    let list = success_stdout(&uidgen(&db, &["worker", "list"]).output().unwrap());
+    let row = list
+        .lines()
+        .find(|l| l.trim_start().starts_with("0 "))
+        .expect(&list);
+    assert!(row.contains("free"), "{list}");
 }
 
 #[test]
@@ -59,4 +87,47 @@ fn an_unusable_path_is_an_error_naming_it() {
     let out = uidgen(db, &["next"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/proc/uidgen-test"));
+}
+
+#[test]
+fn a_run_killed_with_sigkill_frees_its_worker_id_after_its_lease_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workers.sqlite3");
+    let mut child = uidgen(
+        &db,
+        &[
+            "next",
+            "-n",
+            "1000000000",
+            "--worker-id",
+            "3",
+            "--lease-ttl",
+            "1",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    // Killed: no success status, but every whole line it printed is an ID it issued.
+    let out = child.wait_with_output().unwrap();
+    let dead: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.parse().ok())
+        .collect();
+    let refused = uidgen(&db, &["next", "--worker-id", "3"]).output().unwrap();
+    assert!(!refused.status.success(), "held until the lease expires");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is leased by"));
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    let again = printed_ids(
+        &uidgen(&db, &["next", "-n", "5", "--worker-id", "3"])
+            .output()
+            .unwrap(),
+    );
+    let highest = dead.iter().max().copied().unwrap_or(0);
+    assert!(
+        again[0] > highest,
+        "{} not above the killed run's {highest}",
+        again[0]
+    );
 }

@@ -315,7 +315,10 @@ fn layout_of(seen: &Seen) -> Option<LayoutBuilder> {
             .iter()
             .map(|p| p.trim().parse().ok())
             .collect::<Option<_>>()?;
-        Preset::Default.builder().bits(n[0], n[1], n[2])
+        Preset::Default
+            .builder()
+            .bits(n[0], n[1], n[2])
+            .unit(TimeUnit::Seconds)
     } else {
         text.parse::<Preset>().ok()?.builder()
     };

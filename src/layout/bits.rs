@@ -16,14 +16,17 @@ pub const TOTAL_BITS: u32 = 63;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Preset {
-    /// uidgen's default: 30 time / 20 worker / 13 sequence bits, seconds, epoch 2026-01-01.
+    /// uidgen's default: 40 time / 10 worker / 13 sequence bits, milliseconds, epoch
+    /// 2026-01-01.
     ///
-    /// Chosen as the only second-based split that meets all three goals: at least 2^20
-    /// worker IDs (a new one every launch, never reused), at least 2^13 IDs per second
-    /// per worker, and at least 30 years of life. 30 time bits hold 2^30 s = 34.0 years,
-    /// so the layout runs out in January 2060. A millisecond split with 2^20 workers
-    /// would leave 30 bits for time and sequence together: 12 days of life, or too few
-    /// IDs per tick.
+    /// Sized for leased worker IDs ([`WorkerLease`](crate::WorkerLease)), which are reused
+    /// safely thanks to each worker ID's time mark, so 1,024 of them serve any number of
+    /// launches: 2^10 = 1,024 processes at once; 2^13 = 8,192 IDs a millisecond (8.2M a
+    /// second) per worker before the cached generator borrows any future time; and 2^40
+    /// ms = 34.8 years of life, until 2060-11. Millisecond ticks keep an ID's timestamp
+    /// near its creation time at any rate below that; the second-based presets below
+    /// (UidGenerator's) give 8,192 IDs a second, which a busy service outruns into
+    /// borrowed time.
     Default,
     /// UidGenerator's original code defaults: 28/22/13, seconds, epoch 2016-05-20.
     /// It ran out on 2024-11-20, so building it today is refused.
@@ -66,7 +69,13 @@ impl Preset {
     /// A builder holding this preset's settings, to adjust or build.
     pub fn builder(self) -> LayoutBuilder {
         let (time, worker, seq, unit, epoch) = match self {
-            Preset::Default => (30, 20, 13, TimeUnit::Seconds, Epoch::Date("2026-01-01")),
+            Preset::Default => (
+                40,
+                10,
+                13,
+                TimeUnit::Milliseconds,
+                Epoch::Date("2026-01-01"),
+            ),
             Preset::UidGenerator => (28, 22, 13, TimeUnit::Seconds, Epoch::Date("2016-05-20")),
             Preset::UidGeneratorReadme => {
                 (29, 21, 13, TimeUnit::Seconds, Epoch::Date("2016-09-20"))

@@ -43,9 +43,9 @@ const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 ///
 /// **IDs not issued:** a call that fails (the take policy gave up) leaves one, a taker
 /// lapped while stalled leaves one, and IDs still in the ring when their tick is
-/// `4 × resync_interval` behind the clock are dropped (`discarded_stale`). Fills follow
-/// demand (at least 256 IDs), so under a steady rate above 256 IDs per 4 resync intervals
-/// (128 a second by default) none go stale; when load drops, what the ring held may.
+/// `4 × resync_interval` (and at least 1 s) behind the clock are dropped
+/// (`discarded_stale`). Fills follow demand (at least 256 IDs), so under a steady rate
+/// above 256 IDs per that window none go stale; when load drops, what the ring held may.
 ///
 /// ```
 /// use uidgen::{BitsAllocator, CachedUidGenerator, UidGenerator};
@@ -73,6 +73,8 @@ pub struct CachedUidGenerator {
     worker_id: u64,
     clock: std::sync::Arc<dyn Clock>,
     padder: Option<thread::JoinHandle<()>>,
+    /// The worker ID's time mark (or lease): dropped after the padder has stopped.
+    mark: super::Mark,
 }
 
 /// Counters of a [`CachedUidGenerator`], for monitoring.
@@ -90,8 +92,8 @@ pub struct CachedStats {
     /// Padding rounds that left room unfilled: the time-ahead cap held, or the layout ran
     /// out (see [`put_reject_handler`](CachedUidGeneratorBuilder::put_reject_handler)).
     pub rejected_puts: u64,
-    /// IDs dropped unissued because their tick was `4 × resync_interval` behind the clock
-    /// while they waited in the ring.
+    /// IDs dropped unissued because their tick was `4 × resync_interval` (and at least
+    /// 1 s) behind the clock while they waited in the ring.
     pub discarded_stale: u64,
     /// Times the padder found the clock behind its previous reading. It reads the clock
     /// once per tick batch, so a rollback shorter than that can go unseen (and cannot
@@ -104,6 +106,9 @@ pub struct CachedStats {
     /// calls. Divided by the IDs callers received, it gives ring slots used per ID.
     pub claimed: u64,
 }
+
+/// IDs are dropped as stale no sooner than this after their tick.
+const STALE_AT_LEAST: Duration = Duration::from_secs(1);
 
 /// Settings for a [`CachedUidGenerator`]; start from [`CachedUidGenerator::builder`].
 #[must_use = "a builder does nothing until `build()` is called"]
@@ -217,12 +222,7 @@ impl CachedUidGeneratorBuilder {
     /// Checks the settings, fills the ring once and starts the padding thread.
     pub fn build(self) -> Result<CachedUidGenerator, ConfigError> {
         self.base.check()?;
-        let GeneratorBase {
-            bits,
-            worker_id,
-            clock,
-            warn_before_end,
-        } = self.base;
+        let (bits, worker_id, clock, warn_before_end, mark) = self.base.into_parts();
         let capacity = match self.ring_capacity {
             Some(slots) if !(2..=MAX_CAPACITY).contains(&slots) || !slots.is_power_of_two() => {
                 return Err(ConfigError::OutOfRange {
@@ -291,14 +291,18 @@ impl CachedUidGeneratorBuilder {
                 (tick / 2).clamp(Duration::from_millis(50), Duration::from_millis(500))
             }),
         };
-        // Stale: a tick at least 4 resync intervals (and one tick) behind: fills last about
-        // one interval at the recent rate, so this leaves room for the rate to drop.
+        // Stale: a tick at least 4 resync intervals, and at least a second, behind: fills
+        // last about one interval at the recent rate, so this leaves room for the rate to
+        // drop; and callers that each come back every few hundred milliseconds (a light
+        // load on millisecond ticks) must not find their IDs dropped in between.
         let stale_ticks = (4 * schedule.resync_every.as_millis())
+            .max(STALE_AT_LEAST.as_millis())
             .div_ceil(u128::from(bits.unit().millis()))
             .max(1) as u64;
         let mut padder = Padder {
             producer,
-            source: TickSource::new(bits, worker_id, clock.clone()).max_ahead(self.max_time_ahead),
+            source: TickSource::new(bits, worker_id, clock.clone(), mark.state().clone())
+                .max_ahead(self.max_time_ahead),
             shared: shared.clone(),
             on_rejected_put: self.on_rejected_put,
             demand: Demand::new(capacity as u64, self.padding_factor, schedule.resync_every),
@@ -310,6 +314,12 @@ impl CachedUidGeneratorBuilder {
             .name(PADDING_THREAD_NAME.into())
             .spawn(move || padder.run(schedule))
             .map_err(|e| ConfigError::Spawn(std::sync::Arc::new(e)))?;
+        {
+            // A revoked lease wakes the padder, which drops what the ring holds.
+            let (shared, padder) = (shared.clone(), handle.thread().clone());
+            mark.state()
+                .on_revoke(move || shared.doorbell.ring(&padder));
+        }
 
         Ok(CachedUidGenerator {
             ring,
@@ -322,6 +332,7 @@ impl CachedUidGeneratorBuilder {
             worker_id,
             clock,
             padder: Some(handle),
+            mark,
         })
     }
 }
@@ -507,6 +518,13 @@ impl CachedUidGenerator {
     /// Why an empty ring will stay empty, if it will: the layout's time is used up, or
     /// the padder is gone.
     fn empty_for_good(&self) -> Option<UidError> {
+        // An atomic load first: takers of an empty ring come here often, and must not
+        // meet on a lock (try_next_uid never blocks).
+        if self.mark.state().revoked() {
+            if let Some(why) = self.mark.state().failure() {
+                return Some(UidError::WorkerLease { why });
+            }
+        }
         if !self.ring.is_closed() {
             return None;
         }

@@ -10,7 +10,7 @@ use crate::layout::BitsAllocator;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Computes each ID when asked: the current tick, this worker's ID, and a sequence
 /// number that restarts every tick.
@@ -48,6 +48,10 @@ pub struct DefaultUidGenerator {
     /// Rollback episodes seen (a rollback that lasts many calls counts once).
     rollbacks: AtomicU64,
     state: Mutex<TickState>,
+    /// The worker ID's time mark: the first tick allowed, and ticks recorded before use.
+    mark: super::Mark,
+    /// `Continue`: ticks IDs may run ahead of the really-elapsed time during a rollback.
+    max_run_ahead_ticks: u64,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +69,9 @@ struct TickState {
     spares: VecDeque<u64>,
     /// The clock is behind `last_tick` now: the current rollback is already counted.
     in_rollback: bool,
+    /// The last reading of a clock that was not behind, and when it was taken: during a
+    /// rollback, `Continue` follows the time that has really passed since.
+    anchor: Option<(Instant, u64)>,
 }
 
 /// What `next_uid` decided under the lock.
@@ -79,6 +86,7 @@ enum Step {
 pub struct DefaultUidGeneratorBuilder {
     base: GeneratorBase,
     strategy: RollbackStrategy,
+    max_run_ahead: Duration,
 }
 
 impl DefaultUidGeneratorBuilder {
@@ -90,16 +98,27 @@ impl DefaultUidGeneratorBuilder {
         self
     }
 
+    /// With [`RollbackStrategy::Continue`]: how far IDs may run ahead of the time that
+    /// has really passed (a monotonic clock from the last good reading) while the clock
+    /// is behind; past it, `next_uid` waits and `try_next_uid` says `WouldBlock`
+    /// (default 1 s, at most 1 hour).
+    pub fn max_run_ahead(mut self, bound: Duration) -> Self {
+        self.max_run_ahead = bound;
+        self
+    }
+
     /// Checks the worker IDs (and spares) against the layout and the layout against the
     /// clock.
     pub fn build(self) -> Result<DefaultUidGenerator, ConfigError> {
         self.base.check()?;
-        let GeneratorBase {
-            bits,
-            worker_id,
-            clock,
-            warn_before_end,
-        } = self.base;
+        if self.max_run_ahead > Duration::from_secs(3600) {
+            return Err(ConfigError::OutOfRange {
+                field: "max_run_ahead",
+                value: format!("{:?}", self.max_run_ahead),
+                limit: "at most 1 hour".into(),
+            });
+        }
+        let (bits, worker_id, clock, warn_before_end, mark) = self.base.into_parts();
         let spares: VecDeque<u64> = match &self.strategy {
             RollbackStrategy::SpareWorker { spares } => spares.iter().copied().collect(),
             _ => VecDeque::new(),
@@ -119,6 +138,27 @@ impl DefaultUidGeneratorBuilder {
                 });
             }
         }
+        // An earlier user of this worker ID got as far as tick `floor - 1`: start as if
+        // this generator had used it up, so a clock behind it is a rollback.
+        let floor = mark.state().floor();
+        let state = match floor.checked_sub(1) {
+            Some(last) => TickState {
+                last_tick: Some(last),
+                sequence: bits.max_sequence(),
+                latest_millis: bits.tick_start_millis(floor).saturating_sub(1),
+                worker_id,
+                spares,
+                in_rollback: false,
+                // Real time is taken to be the mark's now: `Continue` goes on from it at
+                // the pace of real time rather than waiting for a clock that is behind.
+                anchor: Some((Instant::now(), bits.tick_start_millis(floor))),
+            },
+            None => TickState {
+                worker_id,
+                spares,
+                ..TickState::default()
+            },
+        };
         Ok(DefaultUidGenerator {
             end_warning: EndWarning::new(&bits, warn_before_end),
             bits,
@@ -126,11 +166,12 @@ impl DefaultUidGeneratorBuilder {
             clock,
             strategy: self.strategy,
             rollbacks: AtomicU64::new(0),
-            state: Mutex::new(TickState {
-                worker_id,
-                spares,
-                ..TickState::default()
-            }),
+            state: Mutex::new(state),
+            mark,
+            max_run_ahead_ticks: u64::try_from(
+                self.max_run_ahead.as_millis() / u128::from(bits.unit().millis()),
+            )
+            .unwrap_or(u64::MAX),
         })
     }
 }
@@ -142,6 +183,7 @@ impl DefaultUidGenerator {
         DefaultUidGeneratorBuilder {
             base: GeneratorBase::default(),
             strategy: RollbackStrategy::default(),
+            max_run_ahead: Duration::from_secs(1),
         }
     }
 
@@ -166,16 +208,18 @@ impl DefaultUidGenerator {
     }
 
     fn step(&self) -> Result<Step, UidError> {
-        self.step_locked(&mut sync::lock(&self.state))
+        self.step_locked(&mut sync::lock(&self.state), true)
     }
 
     /// [`step`](Self::step) if the lock is free; `None` while another thread holds it
     /// (it may have been preempted there, so waiting could take a scheduler slice).
     fn try_step(&self) -> Option<Result<Step, UidError>> {
-        sync::try_lock(&self.state).map(|mut state| self.step_locked(&mut state))
+        sync::try_lock(&self.state).map(|mut state| self.step_locked(&mut state, false))
     }
 
-    fn step_locked(&self, state: &mut TickState) -> Result<Step, UidError> {
+    /// One step under the lock; `may_wait` is false for `try_next_uid`, which must not
+    /// wait for the store to record a higher time mark.
+    fn step_locked(&self, state: &mut TickState, may_wait: bool) -> Result<Step, UidError> {
         // The clock is read under the lock: read outside, a thread could hold an older
         // reading than the tick another thread already used, and see a false rollback.
         let now_millis = self.clock.now_millis();
@@ -186,6 +230,19 @@ impl DefaultUidGenerator {
         };
         state.latest_millis = state.latest_millis.max(now_millis);
         let mut tick = wall_tick;
+        // The time that has really passed: the wall clock when it is not behind, else the
+        // last good reading plus a monotonic clock's elapsed time since.
+        let mut real_tick = wall_tick;
+        if state.last_tick.is_none_or(|last| wall_tick >= last) {
+            state.anchor = Some((Instant::now(), now_millis));
+        } else if let Some((at, millis)) = state.anchor {
+            let elapsed = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
+            real_tick = self
+                .bits
+                .tick_at(millis.saturating_add(elapsed))
+                .unwrap_or(wall_tick)
+                .max(wall_tick);
+        }
         match state.last_tick {
             Some(last) if wall_tick < last => {
                 let by = Duration::from_millis(state.latest_millis - now_millis);
@@ -201,7 +258,7 @@ impl DefaultUidGenerator {
                             now_millis,
                         })
                     }
-                    RollbackStrategy::Continue => tick = last,
+                    RollbackStrategy::Continue => tick = last.max(real_tick),
                     RollbackStrategy::SpareWorker { .. } => {
                         let Some(spare) = state.spares.pop_front() else {
                             return Err(UidError::ClockMovedBackwards { by });
@@ -234,8 +291,19 @@ impl DefaultUidGenerator {
                     return Err(self.bits.time_exhausted());
                 }
                 if tick > wall_tick {
-                    // `Continue` on a logical clock: never wait for a clock that is behind.
-                    return Ok(Step::Issue(self.start_tick(state, last + 1)));
+                    // `Continue` on a logical clock: never wait for a clock that is behind,
+                    // but never run further ahead of the time really passed than the bound.
+                    let next = last + 1;
+                    if next.saturating_sub(real_tick) > self.max_run_ahead_ticks {
+                        let real_millis = self.bits.tick_start_millis(real_tick);
+                        return Ok(Step::WaitUntil {
+                            until_millis: real_millis
+                                + (next - real_tick - self.max_run_ahead_ticks)
+                                    * self.bits.unit().millis(),
+                            now_millis: real_millis,
+                        });
+                    }
+                    return Ok(Step::Issue(self.start_tick(state, next, may_wait)?));
                 }
                 Ok(Step::WaitUntil {
                     until_millis: self.bits.tick_start_millis(last + 1),
@@ -246,17 +314,23 @@ impl DefaultUidGenerator {
                 if tick > self.bits.max_delta() {
                     return Err(self.bits.time_exhausted());
                 }
-                Ok(Step::Issue(self.start_tick(state, tick)))
+                Ok(Step::Issue(self.start_tick(state, tick, may_wait)?))
             }
         }
     }
 
-    /// Makes the first ID of `tick`.
-    fn start_tick(&self, state: &mut TickState, tick: u64) -> u64 {
+    /// Makes the first ID of `tick`, once the worker ID's mark allows it.
+    fn start_tick(
+        &self,
+        state: &mut TickState,
+        tick: u64,
+        may_wait: bool,
+    ) -> Result<u64, UidError> {
+        self.mark.state().admit(tick, may_wait)?;
         self.end_warning.observe(tick, &self.bits);
         state.last_tick = Some(tick);
         state.sequence = 0;
-        self.bits.pack(tick, state.worker_id, 0)
+        Ok(self.bits.pack(tick, state.worker_id, 0))
     }
 
     /// Counts and logs a rollback once per episode.

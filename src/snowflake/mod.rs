@@ -29,15 +29,35 @@ pub use rollback::RollbackStrategy;
 use crate::clock::{Clock, SystemClock};
 use crate::error::ConfigError;
 use crate::layout::BitsAllocator;
+use crate::worker::lease::WorkerLease;
+use crate::worker::mark::{process_mark, MarkState, ProcessMark};
 use std::sync::Arc;
 
-/// What every generator is built from: a layout, a worker ID and a clock.
-#[derive(Clone)]
+/// What every generator is built from: a layout, a worker ID (or a lease) and a clock.
 struct GeneratorBase {
     bits: BitsAllocator,
     worker_id: u64,
+    lease: Option<WorkerLease>,
     clock: Arc<dyn Clock>,
     warn_before_end: std::time::Duration,
+}
+
+/// Where a generator's worker ID keeps its time mark; dropped with the generator, which
+/// records the ticks it used (in this process, or in the lease's store on release).
+#[derive(Debug)]
+#[allow(dead_code)] // Held for its `Drop`.
+enum Mark {
+    Process(ProcessMark),
+    Lease(WorkerLease),
+}
+
+impl Mark {
+    fn state(&self) -> &Arc<MarkState> {
+        match self {
+            Mark::Process(mark) => mark.state(),
+            Mark::Lease(lease) => lease.state(),
+        }
+    }
 }
 
 impl Default for GeneratorBase {
@@ -45,6 +65,7 @@ impl Default for GeneratorBase {
         Self {
             bits: BitsAllocator::default(),
             worker_id: 0,
+            lease: None,
             clock: Arc::new(SystemClock),
             warn_before_end: DEFAULT_WARN_BEFORE_END,
         }
@@ -56,6 +77,7 @@ impl std::fmt::Debug for GeneratorBase {
         f.debug_struct("GeneratorBase")
             .field("bits", &self.bits)
             .field("worker_id", &self.worker_id)
+            .field("lease", &self.lease)
             .field("warn_before_end", &self.warn_before_end)
             .finish_non_exhaustive()
     }
@@ -64,8 +86,45 @@ impl std::fmt::Debug for GeneratorBase {
 impl GeneratorBase {
     /// The worker ID fits the layout, and the layout is alive by the generator's clock.
     fn check(&self) -> Result<(), ConfigError> {
+        if let Some(lease) = &self.lease {
+            if *lease.allocator() != self.bits {
+                return Err(ConfigError::Conflict {
+                    first: "lease",
+                    second: "allocator",
+                    why: "the lease was taken for another layout; acquire it with the \
+                          generator's layout",
+                });
+            }
+        }
         self.bits.check_worker_id(self.worker_id)?;
         self.bits.check_alive_at(self.clock.now_millis())
+    }
+
+    /// The worker ID's mark: the lease's, or this process's for a fixed worker ID.
+    fn into_parts(
+        self,
+    ) -> (
+        BitsAllocator,
+        u64,
+        Arc<dyn Clock>,
+        std::time::Duration,
+        Mark,
+    ) {
+        let mark = match self.lease {
+            Some(lease) => Mark::Lease(lease),
+            None => Mark::Process(process_mark(
+                self.clock.mark_domain(),
+                &self.bits,
+                self.worker_id,
+            )),
+        };
+        (
+            self.bits,
+            self.worker_id,
+            self.clock,
+            self.warn_before_end,
+            mark,
+        )
     }
 }
 
@@ -78,9 +137,22 @@ macro_rules! base_builder_methods {
             self
         }
 
-        /// The worker ID (default 0); must fit the layout's worker bits.
+        /// The worker ID (default 0); must fit the layout's worker bits. Its time mark is
+        /// kept in this process: a generator built after another with the same worker ID
+        /// (and layout and clock) starts above every tick the other used. Across
+        /// processes, use a [`lease`](Self::lease).
         pub fn worker_id(mut self, worker_id: u64) -> Self {
             self.base.worker_id = worker_id;
+            self.base.lease = None;
+            self
+        }
+
+        /// A leased worker ID ([`WorkerLease`](crate::WorkerLease)), taken for the same
+        /// layout: the generator starts above its store's time mark, records a higher
+        /// mark before it uses a later tick, and releases the lease when dropped.
+        pub fn lease(mut self, lease: $crate::WorkerLease) -> Self {
+            self.base.worker_id = lease.worker_id();
+            self.base.lease = Some(lease);
             self
         }
 

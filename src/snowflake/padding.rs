@@ -21,6 +21,7 @@ use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
 use crate::layout::BitsAllocator;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::worker::mark::MarkState;
 use crossbeam_utils::CachePadded;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -160,6 +161,8 @@ pub(crate) struct TickSource {
     latest_millis: u64,
     /// The clock is behind `latest_millis` now: this rollback is already counted and logged.
     in_rollback: bool,
+    /// The worker ID's time mark: each tick is admitted (recorded first if need be).
+    mark: std::sync::Arc<MarkState>,
 }
 
 impl TickSource {
@@ -167,6 +170,7 @@ impl TickSource {
         bits: BitsAllocator,
         worker_id: u64,
         clock: std::sync::Arc<dyn Clock>,
+        mark: std::sync::Arc<MarkState>,
     ) -> Self {
         Self {
             bits,
@@ -174,7 +178,9 @@ impl TickSource {
             clock,
             base: 0,
             next_seq: bits.max_sequence() + 1,
-            tick: None,
+            // As if the ticks below the mark's floor were used up: the first is above.
+            tick: mark.floor().checked_sub(1),
+            mark,
             exhausted: false,
             max_ahead: None,
             capped: false,
@@ -236,6 +242,12 @@ impl TickSource {
         }
         self.capped = self.max_ahead.is_some_and(|cap| next - now > cap);
         if self.capped {
+            return false;
+        }
+        if let Err(e) = self.mark.admit(next, true) {
+            // Retried on the capped timer; takers see a lost lease as their error.
+            tracing::debug!(error = %e, "uidgen padder may not start tick {next}");
+            self.capped = true;
             return false;
         }
         shared.end_warning.observe(next, &self.bits);
@@ -301,6 +313,16 @@ impl Padder {
         let shared = &*self.shared;
         shared.doorbell.answer();
         shared.rounds.fetch_add(1, Ordering::Relaxed);
+        if self.source.mark.revoked() {
+            // The lease is gone: built IDs must not be handed out any more. Drop them
+            // (takers then get the lease's error), and per-thread batches skip theirs.
+            let dropped = self.producer.discard_while(|_| true);
+            shared
+                .discarded
+                .fetch_add(dropped as u64, Ordering::Relaxed);
+            shared.stale_before.store(u64::MAX, Ordering::Relaxed);
+            return;
+        }
         // Before any drop below: demand counts what takers took, not what was dropped.
         let claimed = self.producer.claimed();
         let now = self.source.now_tick();

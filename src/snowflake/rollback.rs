@@ -11,7 +11,7 @@ use std::time::Duration;
 /// |---|---|---|---|
 /// | `Fail` (default) | `UidError::ClockMovedBackwards` until the clock catches up | IDs always carry their real creation time | a failed call is better than a skewed timestamp |
 /// | `Wait { max }` | callers wait until the clock passes the last tick used; past `max`, `Fail` | real time; calls stall up to `max` | rollbacks are small (NTP slews, leap seconds) and a short stall is fine |
-/// | `Continue` | IDs go on from the last tick used, as if the clock had stopped; ticks run ahead of the clock if needed | never blocks, never fails, never repeats; timestamps stay ahead until the clock catches up | availability matters more than timestamp accuracy |
+/// | `Continue` | IDs go on from the last tick used, following the time really passed since the last good reading (a monotonic clock); under load they may run ahead of it by at most `max_run_ahead` (default 1 s), then calls wait | never fails, never repeats; timestamps stay within the bound of real time until the clock catches up | availability matters more than timestamp accuracy |
 /// | `SpareWorker` | switches to a worker ID reserved at start-up and goes on at the clock's time | never repeats (the spare ID was never used); IDs of a thread may go down once, at the switch | large rollbacks (VM snapshots) must not stall or skew time |
 ///
 /// Every strategy counts rollbacks (`DefaultUidGenerator::rollbacks`) and logs each at

@@ -4,15 +4,44 @@
 //! Every network step has a bound, name resolution included; every error names the store
 //! and what to do; no error, `Debug` or log output shows a password.
 
+pub(crate) mod lease;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
+#[cfg(feature = "mysql")]
+mod mysql_lease;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod net;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+mod session;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
-#[cfg(feature = "mysql")]
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 mod url;
 
 #[cfg(feature = "mysql")]
+pub use self::mysql_lease::MySqlLeaseStore;
+#[cfg(feature = "postgres")]
+pub use self::postgres::PostgresLeaseStore;
+#[cfg(feature = "redis")]
+pub use self::redis::RedisLeaseStore;
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::SqliteLeaseStore;
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use self::url::redact_url;
+
+/// Whether `name` can be pasted into SQL as a table name as it is: letters, digits and
+/// `_`, not starting with a digit, at most 64 bytes.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+pub(crate) fn is_plain_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit()
+}
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -151,6 +180,31 @@ pub enum StoreError {
         location: String,
         /// How to create it.
         fix: &'static str,
+    },
+    /// A table name or key prefix that cannot be used as it is.
+    #[error("{store}: {what} {name:?} cannot be used: {rule}")]
+    InvalidName {
+        /// The kind of store.
+        store: &'static str,
+        /// What the name is for (`table name`, `key prefix`).
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// What a name must look like.
+        rule: &'static str,
+    },
+    /// The store answered with something this crate did not expect (another program's
+    /// data under the same table or keys, or an incompatible server).
+    #[error("{store} at {location} gave an unexpected answer while {step}: {what}")]
+    Unexpected {
+        /// The kind of store.
+        store: &'static str,
+        /// Where, without password.
+        location: String,
+        /// What it was doing.
+        step: &'static str,
+        /// What was wrong with the answer, and what to check.
+        what: String,
     },
     /// The file of an embedded store cannot be used.
     #[error("embedded store {}: {problem}", path.display())]

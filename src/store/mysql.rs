@@ -16,6 +16,8 @@ const ER_ACCESS_DENIED: u16 = 1045;
 /// MariaDB's answer to a user that may not log in without a password (unix_socket).
 const ER_ACCESS_DENIED_NO_PASSWORD: u16 = 1698;
 const ER_NO_SUCH_TABLE: u16 = 1146;
+/// A row with this key exists already.
+pub(crate) const ER_DUP_ENTRY: u16 = 1062;
 
 /// A MySQL database: where it is, and the bound on each network step.
 #[derive(Clone)]
@@ -79,6 +81,20 @@ impl MySqlStore {
         &self.location
     }
 
+    /// Affected-row counts of UPDATEs count the rows matched, not only those changed: a
+    /// lease renewed twice within one millisecond changes nothing the second time, and
+    /// must still count as renewed.
+    pub(crate) fn count_matched_rows(&mut self) {
+        self.opts = OptsBuilder::from_opts(self.opts.clone())
+            .client_found_rows(true)
+            .into();
+    }
+
+    /// The bound on each network step.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub(crate) fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }
@@ -130,7 +146,7 @@ impl MySqlStore {
         }
     }
 
-    fn timed_out(&self, step: &'static str) -> StoreError {
+    pub(crate) fn timed_out(&self, step: &'static str) -> StoreError {
         StoreError::Timeout {
             store: STORE,
             host: self.host.clone(),
@@ -159,7 +175,7 @@ impl MySqlStore {
         let _ = tokio::time::timeout(self.timeout, conn.disconnect()).await;
     }
 
-    fn explain(&self, err: mysql_async::Error, step: &'static str) -> StoreError {
+    pub(crate) fn explain(&self, err: mysql_async::Error, step: &'static str) -> StoreError {
         let user = self.opts.user().unwrap_or("").to_owned();
         match err {
             mysql_async::Error::Server(e)

@@ -71,7 +71,7 @@ pub fn redact_url(raw: &str) -> String {
 }
 
 /// `%XX` sequences decoded (lossily: a password is only matched, never shown).
-fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
         .next()
         .map(|(_, value)| value.into_owned())

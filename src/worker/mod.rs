@@ -13,9 +13,16 @@
 //! | [`EmbeddedWorkerIdAssigner`] | a local SQLite file (the default: no server needed) | `sqlite` (default) |
 //! | [`MySqlWorkerIdAssigner`] | MySQL 5.7+/8 or MariaDB 10+ (`schema.sql`) | `mysql` |
 //! | [`FixedWorkerId`] | nowhere: you choose (tests, hand-assigned fleets) | always |
+//!
+//! Leases ([`WorkerLease`]) reuse worker IDs safely: a [`LeaseStore`] keeps each worker
+//! ID's time mark, and a generator built with a lease starts above it. A fixed worker ID
+//! (`.worker_id(n)` on a builder) keeps its mark in this process: a generator built again
+//! with it starts above every tick the last one used.
 
 #[cfg(feature = "sqlite")]
 mod embedded;
+pub(crate) mod lease;
+pub(crate) mod mark;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
@@ -23,6 +30,7 @@ mod node;
 
 #[cfg(feature = "sqlite")]
 pub use embedded::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
+pub use lease::{holder_identity, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL};
 #[cfg(feature = "mysql")]
 pub use mysql::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SCHEMA};
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
@@ -30,9 +38,9 @@ pub use node::{NodeType, WorkerNode};
 
 use crate::error::ConfigError;
 use crate::layout::BitsAllocator;
-#[cfg(any(feature = "sqlite", feature = "mysql"))]
 use crate::store::StoreError;
 use std::fmt;
+use std::time::Duration;
 /// Hands this process its worker ID, once, at start-up.
 pub trait WorkerIdAssigner {
     /// A worker ID for this launch, checked against the layout's `max_worker_id`.
@@ -82,8 +90,43 @@ pub enum WorkerIdError {
     /// A table name that is not a plain SQL identifier.
     #[error("table name {0:?} is not a plain identifier (letters, digits and _, at most 64)")]
     InvalidTableName(String),
+    /// Every worker ID the layout holds is leased by a live holder.
+    #[error(
+        "no free worker ID at {store}: all {} worker IDs up to max_worker_id {max_worker_id} \
+         ({worker_bits} worker bits) are leased; wait for a lease to expire, or use a layout \
+         with more worker bits",
+        max_worker_id + 1
+    )]
+    NoFreeWorkerId {
+        /// The largest the layout holds.
+        max_worker_id: u64,
+        /// Worker bits of the layout.
+        worker_bits: u32,
+        /// The store.
+        store: String,
+    },
+    /// The worker ID asked for is leased by another live holder.
+    #[error(
+        "worker ID {worker_id} is leased by {holder} at {store} for {expires_in:?} more \
+         (unless renewed); choose another, or let the store pick a free one"
+    )]
+    WorkerIdHeld {
+        /// The worker ID.
+        worker_id: u64,
+        /// Who holds it.
+        holder: String,
+        /// How long its lease lasts unless renewed.
+        expires_in: Duration,
+        /// The store.
+        store: String,
+    },
+    /// The lease could not be kept.
+    #[error("worker-ID lease: {why}")]
+    Lease {
+        /// What happened.
+        why: String,
+    },
     /// The registry's store failed.
-    #[cfg(any(feature = "sqlite", feature = "mysql"))]
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -103,6 +146,20 @@ impl WorkerIdAssigner for FixedWorkerId {
             source: "a fixed worker ID".into(),
         })
     }
+}
+
+/// A random number from the standard library's per-process random keys and the time (no
+/// random-number crate is needed for one number per launch or lease).
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    hasher.finish()
 }
 
 /// Refuses an ID the layout cannot hold; the registry's row stays.

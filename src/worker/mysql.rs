@@ -171,11 +171,7 @@ impl WorkerIdAssigner for MySqlWorkerIdAssigner {
 
 /// Refuses a table name that could not be pasted into SQL as it is.
 fn check_table_name(name: &str) -> Result<(), WorkerIdError> {
-    let plain = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !name.as_bytes()[0].is_ascii_digit();
-    if plain {
+    if crate::store::is_plain_identifier(name) {
         Ok(())
     } else {
         Err(WorkerIdError::InvalidTableName(name.to_owned()))

@@ -40,17 +40,9 @@ impl WorkerNode {
     }
 }
 
-/// A random number below `bound`, from the standard library's per-process random keys
-/// (no random-number crate is needed for one number per launch).
+/// A random number below `bound`.
 fn random_below(bound: u64) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish() % bound
+    super::random_u64() % bound
 }
 
 #[cfg(test)]

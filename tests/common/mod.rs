@@ -18,6 +18,17 @@ pub fn tiny_layout() -> BitsAllocator {
         .unwrap()
 }
 
+/// The second-based layout some tests are written in (30/20/13, epoch 2026-01-01: the
+/// default before leases made millisecond ticks the default).
+pub fn seconds_layout() -> BitsAllocator {
+    BitsAllocator::builder()
+        .bits(30, 20, 13)
+        .unit(TimeUnit::Seconds)
+        .epoch("2026-01-01")
+        .build()
+        .unwrap()
+}
+
 /// Asserts a registry's overflow: `worker_id` handed out, past the layout's `max_worker_id`.
 pub fn assert_overflow(err: &WorkerIdError, worker_id: u64, max_worker_id: u64) {
     match err {

@@ -1,0 +1,98 @@
+# Sourced by scripts/test: make a Redis reachable for the lease-store tests and export
+# UIDGEN_REDIS_URL. In order:
+#   1. UIDGEN_REDIS_URL already set: use it as it is.
+#   2. A server answers at 127.0.0.1:6379: use redis://127.0.0.1:6379.
+#   3. redis-server is installed: start a private one (no persistence) on a free port.
+#   4. Running as root with apt-get: install redis-server (without starting its
+#      service), then as 3.
+#   5. Otherwise: stop, saying what to install.
+# UIDGEN_PRIVATE_SERVERS=1 skips 1 and 2 (to try the private-server path).
+# A server this script starts is stopped, and its directory removed, when scripts/test
+# exits.
+
+REDIS_DIR=""
+REDIS_PID=""
+
+declare -F port_answers >/dev/null || port_answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+stop_private_redis() {
+    if [ -n "$REDIS_PID" ]; then
+        kill "$REDIS_PID" 2>/dev/null || true
+        wait "$REDIS_PID" 2>/dev/null || true
+        REDIS_PID=""
+    fi
+    if [ -n "$REDIS_DIR" ]; then
+        rm -rf "$REDIS_DIR"
+        REDIS_DIR=""
+    fi
+}
+
+find_redis_server() {
+    command -v redis-server 2>/dev/null || { [ -x /usr/bin/redis-server ] && echo /usr/bin/redis-server; } || true
+}
+
+install_redis_server() {
+    echo "redis: installing redis-server with apt-get (its service is not started)"
+    local policy=/usr/sbin/policy-rc.d had_policy=""
+    [ -e "$policy" ] && had_policy=1
+    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
+    local status=0
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends redis-server >/dev/null || status=$?
+    [ -n "$had_policy" ] || rm -f "$policy"
+    return "$status"
+}
+
+start_private_redis() {
+    local server=$1 port waited=0
+    REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-redis.XXXXXX")
+    port=$((20000 + RANDOM % 20000))
+    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    echo "redis: starting a private server on 127.0.0.1:$port (in $REDIS_DIR)"
+    "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+        --dir "$REDIS_DIR" >"$REDIS_DIR/server.log" 2>&1 &
+    REDIS_PID=$!
+    until port_answers 127.0.0.1 "$port"; do
+        if ! kill -0 "$REDIS_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
+            echo "redis: the private server did not come up; its log:" >&2
+            tail -20 "$REDIS_DIR/server.log" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    export UIDGEN_REDIS_URL="redis://127.0.0.1:$port"
+}
+
+ensure_redis() {
+    if [ -z "${UIDGEN_PRIVATE_SERVERS:-}" ]; then
+        if [ -n "${UIDGEN_REDIS_URL:-}" ]; then
+            echo "redis: using UIDGEN_REDIS_URL"
+            return 0
+        fi
+        if port_answers 127.0.0.1 6379; then
+            echo "redis: using the server at 127.0.0.1:6379"
+            export UIDGEN_REDIS_URL="redis://127.0.0.1:6379"
+            return 0
+        fi
+    fi
+    local server
+    server=$(find_redis_server)
+    if [ -z "$server" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        install_redis_server || echo "redis: apt-get could not install redis-server" >&2
+        server=$(find_redis_server)
+    fi
+    if [ -n "$server" ]; then
+        start_private_redis "$server"
+        return
+    fi
+    cat >&2 <<'MSG'
+redis: no Redis is reachable, and none could be started.
+  The lease-store tests need one. Any of these works:
+  - start the server you have, listening on 127.0.0.1:6379;
+  - install Redis's server (Debian/Ubuntu: sudo apt-get install redis-server), and scripts/test
+    starts a private one by itself;
+  - point UIDGEN_REDIS_URL at a server: redis://[:password@]host:port[/db]
+MSG
+    return 1
+}

@@ -1,0 +1,456 @@
+//! Worker-ID leases: a worker ID held for a while from a store, renewed in the
+//! background, given back on drop, and reused by later processes — safely, because the
+//! store also keeps each worker ID's time mark.
+
+use super::mark::MarkState;
+use super::WorkerIdError;
+use crate::layout::BitsAllocator;
+use crate::store::lease::{Acquired, LeaseRequest, LeaseStore};
+use crate::store::StoreError;
+use std::fmt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Default lease length: a holder that dies keeps its worker ID from others this long.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// This process's identity for leases: host name, process ID and a random number (so
+/// two containers that both run as pid 1 differ).
+pub fn holder_identity() -> String {
+    format!(
+        "{}/{}/{:016x}",
+        host_name(),
+        std::process::id(),
+        super::random_u64()
+    )
+}
+
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Settings for a [`WorkerLease`]; start from [`WorkerLease::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `acquire` is called"]
+pub struct WorkerLeaseBuilder {
+    store: Arc<dyn LeaseStore>,
+    ttl: Duration,
+    raise_wait: Duration,
+    holder: Option<String>,
+}
+
+impl WorkerLeaseBuilder {
+    /// How long the lease lasts unless renewed (default 30 s; at least 300 ms). It is
+    /// renewed every third of that, and the mark is recorded two thirds ahead of the
+    /// ticks in use, so a holder that dies leaves a mark at most that far ahead.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How long a generator waits for the store to record a higher mark before its call
+    /// fails (default 5 s).
+    pub fn raise_wait(mut self, wait: Duration) -> Self {
+        self.raise_wait = wait;
+        self
+    }
+
+    /// The holder's identity (default [`holder_identity`]).
+    pub fn holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = Some(holder.into());
+        self
+    }
+
+    /// Leases the lowest free worker ID the layout holds.
+    pub fn acquire(self, bits: &BitsAllocator) -> Result<WorkerLease, WorkerIdError> {
+        self.acquire_inner(bits, None)
+    }
+
+    /// Leases `worker_id` itself (a hand-assigned ID that still goes through the store's
+    /// mark); refused while another live lease holds it.
+    pub fn acquire_id(
+        self,
+        bits: &BitsAllocator,
+        worker_id: u64,
+    ) -> Result<WorkerLease, WorkerIdError> {
+        bits.check_worker_id(worker_id)?;
+        self.acquire_inner(bits, Some(worker_id))
+    }
+
+    fn acquire_inner(
+        self,
+        bits: &BitsAllocator,
+        wanted: Option<u64>,
+    ) -> Result<WorkerLease, WorkerIdError> {
+        const MIN_TTL: Duration = Duration::from_millis(300);
+        if self.ttl < MIN_TTL {
+            return Err(crate::error::ConfigError::OutOfRange {
+                field: "lease ttl",
+                value: format!("{:?}", self.ttl),
+                limit: format!("at least {MIN_TTL:?}"),
+            }
+            .into());
+        }
+        let holder = self.holder.unwrap_or_else(holder_identity);
+        let started = Instant::now();
+        let acquired = self.store.acquire(&LeaseRequest {
+            holder: &holder,
+            ttl: self.ttl,
+            max_worker_id: bits.max_worker_id(),
+            worker_id: wanted,
+        })?;
+        let (worker_id, mark_ms) = match acquired {
+            Acquired::Granted { worker_id, mark_ms } => (worker_id, mark_ms),
+            Acquired::Exhausted => {
+                return Err(WorkerIdError::NoFreeWorkerId {
+                    max_worker_id: bits.max_worker_id(),
+                    worker_bits: bits.worker_bits(),
+                    store: self.store.describe(),
+                })
+            }
+            Acquired::Held {
+                holder: other,
+                expires_in,
+            } => {
+                return Err(WorkerIdError::WorkerIdHeld {
+                    worker_id: wanted.unwrap_or_default(),
+                    holder: other,
+                    expires_in,
+                    store: self.store.describe(),
+                })
+            }
+        };
+        if worker_id > bits.max_worker_id() {
+            return Err(WorkerIdError::RegistryExhausted {
+                worker_id,
+                max_worker_id: bits.max_worker_id(),
+                worker_bits: bits.worker_bits(),
+                source_name: self.store.describe(),
+            });
+        }
+        let floor = floor_after(bits, mark_ms);
+        let renew_every = self.ttl / 3;
+        let ahead = ticks_in(bits, renew_every * 2).max(1);
+        let state = Arc::new(MarkState::new(
+            floor,
+            0,
+            ahead / 2,
+            self.raise_wait,
+            format!(
+                "the lease on worker ID {worker_id} at {}",
+                self.store.describe()
+            ),
+        ));
+        let lease = WorkerLease {
+            inner: Arc::new(Inner {
+                store: self.store,
+                bits: *bits,
+                worker_id,
+                holder,
+                mark_ms,
+                ttl: self.ttl,
+                ahead,
+                state,
+            }),
+            keeper: None,
+        };
+        // The first raise is recorded before any tick is used: a store that took the
+        // lease but cannot record a mark fails here, not on the first ID.
+        let target = lease.inner.target_tick();
+        match lease.inner.record(target) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(WorkerIdError::Lease {
+                    why: format!(
+                    "the lease on worker ID {worker_id} at {} was lost right after it was taken",
+                    lease.inner.store.describe()
+                ),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let mut lease = lease;
+        let inner = Arc::clone(&lease.inner);
+        let deadline = started + self.ttl;
+        lease.keeper = Some(
+            std::thread::Builder::new()
+                .name("uidgen-lease".into())
+                .spawn(move || inner.keep(deadline))
+                .map_err(|e| WorkerIdError::Lease {
+                    why: format!("cannot start the lease-renewing thread: {e}"),
+                })?,
+        );
+        tracing::debug!(worker_id, store = %lease.inner.store.describe(), "uidgen leased a worker ID");
+        Ok(lease)
+    }
+}
+
+/// The first tick above a mark.
+fn floor_after(bits: &BitsAllocator, mark_ms: u64) -> u64 {
+    if mark_ms < bits.epoch_millis() {
+        return 0;
+    }
+    bits.tick_at(mark_ms)
+        .map_or(bits.max_delta().saturating_add(1), |tick| tick + 1)
+}
+
+/// The mark that covers `tick`: the last millisecond of it.
+pub(crate) fn mark_of(bits: &BitsAllocator, tick: u64) -> u64 {
+    bits.tick_start_millis(tick.saturating_add(1))
+        .saturating_sub(1)
+}
+
+fn ticks_in(bits: &BitsAllocator, span: Duration) -> u64 {
+    u64::try_from(span.as_millis() / u128::from(bits.unit().millis())).unwrap_or(u64::MAX)
+}
+
+/// A worker ID held from a [`LeaseStore`]: renewed by a background thread, released
+/// (with the exact mark of the ticks used) when dropped. Give it to a generator's
+/// builder (`.lease(lease)`); the generator then starts above the worker ID's mark,
+/// records a higher mark before it uses a later tick, and stops issuing if the lease is
+/// lost or cannot be renewed before it expires (a cached generator drops the IDs its ring
+/// and per-thread batches still hold).
+///
+/// ```
+/// # #[cfg(feature = "sqlite")] {
+/// use uidgen::{CachedUidGenerator, SqliteLeaseStore, UidGenerator, WorkerLease};
+///
+/// let dir = tempfile_dir();
+/// let store = SqliteLeaseStore::new(dir.join("leases.sqlite3"));
+/// let bits = uidgen::BitsAllocator::default();
+/// let lease = WorkerLease::builder(store.clone()).acquire(&bits)?;
+/// assert_eq!(lease.worker_id(), 0, "the lowest free worker ID");
+/// let generator = CachedUidGenerator::builder().allocator(bits).lease(lease).build()?;
+/// let last = generator.next_uid()?;
+/// drop(generator); // releases worker ID 0, recording the ticks it used
+///
+/// let again = WorkerLease::builder(store).acquire(&bits)?;
+/// assert_eq!(again.worker_id(), 0, "reused");
+/// let generator = CachedUidGenerator::builder().allocator(bits).lease(again).build()?;
+/// assert!(generator.next_uid()? > last, "and above every ID made before");
+/// # std::fs::remove_dir_all(dir).ok();
+/// # fn tempfile_dir() -> std::path::PathBuf {
+/// #     let dir = std::env::temp_dir().join(format!("uidgen-lease-doc-{}", std::process::id()));
+/// #     std::fs::create_dir_all(&dir).unwrap();
+/// #     dir
+/// # }
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct WorkerLease {
+    inner: Arc<Inner>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+struct Inner {
+    store: Arc<dyn LeaseStore>,
+    bits: BitsAllocator,
+    worker_id: u64,
+    holder: String,
+    /// The mark found at acquire: released again if no tick was used.
+    mark_ms: u64,
+    ttl: Duration,
+    /// How far ahead of the ticks in use the mark is recorded, in ticks.
+    ahead: u64,
+    state: Arc<MarkState>,
+}
+
+impl fmt::Debug for WorkerLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerLease")
+            .field("worker_id", &self.inner.worker_id)
+            .field("holder", &self.inner.holder)
+            .field("store", &self.inner.store.describe())
+            .field("ttl", &self.inner.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerLease {
+    /// Settings for a lease from `store`.
+    pub fn builder(store: impl LeaseStore) -> WorkerLeaseBuilder {
+        WorkerLeaseBuilder {
+            store: Arc::new(store),
+            ttl: DEFAULT_LEASE_TTL,
+            raise_wait: Duration::from_secs(5),
+            holder: None,
+        }
+    }
+
+    /// The leased worker ID.
+    pub fn worker_id(&self) -> u64 {
+        self.inner.worker_id
+    }
+
+    /// Who holds it (this process).
+    pub fn holder(&self) -> &str {
+        &self.inner.holder
+    }
+
+    /// The store, for people.
+    pub fn store(&self) -> String {
+        self.inner.store.describe()
+    }
+
+    /// The layout the lease was taken for.
+    pub fn allocator(&self) -> &BitsAllocator {
+        &self.inner.bits
+    }
+
+    /// Why no new tick may be started any more, if so (the lease was lost or expired).
+    pub fn failure(&self) -> Option<String> {
+        self.inner.state.failure()
+    }
+
+    pub(crate) fn state(&self) -> &Arc<MarkState> {
+        &self.inner.state
+    }
+
+    /// Gives the worker ID back now, recording the exact mark; reports a store error that
+    /// dropping would only log.
+    pub fn release(mut self) -> Result<(), WorkerIdError> {
+        self.release_inner()
+    }
+
+    fn release_inner(&mut self) -> Result<(), WorkerIdError> {
+        let Some(keeper) = self.keeper.take() else {
+            return Ok(());
+        };
+        self.inner.state.stop_keeper();
+        let _ = keeper.join();
+        let used = self.inner.state.revoke(format!(
+            "the lease on worker ID {} was released",
+            self.inner.worker_id
+        ));
+        let mark = used.map_or(self.inner.mark_ms, |tick| mark_of(&self.inner.bits, tick));
+        match self
+            .inner
+            .store
+            .release(self.inner.worker_id, &self.inner.holder, mark)
+        {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Drop for WorkerLease {
+    fn drop(&mut self) {
+        if let Err(e) = self.release_inner() {
+            // The lease expires on its own; its mark already covers every tick used.
+            tracing::warn!(error = %e, "uidgen could not release its worker-ID lease");
+        }
+    }
+}
+
+impl Inner {
+    /// The tick to record next: this far ahead of the clock, or of the ticks in use if
+    /// those are ahead (borrowed by the cached generator).
+    fn target_tick(&self) -> u64 {
+        let now = self
+            .bits
+            .tick_at(crate::clock::Clock::now_millis(&crate::clock::SystemClock))
+            .unwrap_or(0);
+        let in_use = self.state.used().unwrap_or(0).max(self.state.floor());
+        now.max(in_use)
+            .saturating_add(self.ahead)
+            .min(self.bits.max_delta())
+    }
+
+    /// Renews the lease and records `target` as the mark; on success generators may use
+    /// ticks up to it.
+    fn record(&self, target: u64) -> Result<bool, StoreError> {
+        let renewed = self.store.renew(
+            self.worker_id,
+            &self.holder,
+            self.ttl,
+            mark_of(&self.bits, target),
+        )?;
+        if renewed {
+            self.state.raise(target);
+        }
+        Ok(renewed)
+    }
+
+    /// The keeper thread: renews every third of the TTL (and whenever a generator nears
+    /// the recorded mark); revokes the generator's right to new ticks once the lease is
+    /// lost, or has expired for want of a renewal.
+    fn keep(&self, mut deadline: Instant) {
+        let renew_every = self.ttl / 3;
+        let mut next_renew = Instant::now() + renew_every;
+        let mut failing: Option<String> = None;
+        loop {
+            let now = Instant::now();
+            // A small margin: a revocation must not come after the store's expiry.
+            if now + self.ttl / 10 >= deadline {
+                let why = format!(
+                    "the lease on worker ID {} at {} expired: it could not be renewed ({})",
+                    self.worker_id,
+                    self.store.describe(),
+                    failing.as_deref().unwrap_or("no answer in time")
+                );
+                tracing::error!("uidgen stops starting new ticks: {why}");
+                self.state.revoke(why);
+                return;
+            }
+            let wait = next_renew
+                .min(deadline - self.ttl / 10)
+                .saturating_duration_since(now);
+            // While the store fails, retry on the timer only: a generator still asking
+            // for a raise must not turn this into a tight loop against the store.
+            let wanted = if failing.is_some() {
+                self.state.nap(wait);
+                false
+            } else {
+                self.state.wait_wanted(wait)
+            };
+            if self.state.keeper_stopping() {
+                return;
+            }
+            if !wanted && Instant::now() < next_renew {
+                continue;
+            }
+            let started = Instant::now();
+            match self.record(self.target_tick()) {
+                Ok(true) => {
+                    if failing.take().is_some() {
+                        tracing::info!(
+                            worker_id = self.worker_id,
+                            "uidgen renewed its lease again"
+                        );
+                    }
+                    deadline = started + self.ttl;
+                    next_renew = started + renew_every;
+                }
+                Ok(false) => {
+                    let why = format!(
+                        "the lease on worker ID {} at {} was taken by another holder after it expired",
+                        self.worker_id,
+                        self.store.describe()
+                    );
+                    tracing::error!("uidgen stops starting new ticks: {why}");
+                    self.state.revoke(why);
+                    return;
+                }
+                Err(e) => {
+                    if failing.is_none() {
+                        tracing::warn!(error = %e, "uidgen could not renew its worker-ID lease; retrying");
+                    }
+                    failing = Some(e.to_string());
+                    // Retry soon, but not in a tight loop against a store that is down.
+                    next_renew = Instant::now() + (self.ttl / 30).max(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+}

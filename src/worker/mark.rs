@@ -1,0 +1,320 @@
+//! The time mark: the highest tick a worker ID may have been used at. A generator starts
+//! above its worker ID's mark and never starts a tick above the ceiling its keeper has
+//! recorded, so no two users of one worker ID — one after another, in a process or across
+//! processes — make the same ID.
+//!
+//! Fixed worker IDs keep their marks in this process ([`process_mark`]); leased ones in
+//! their store, through the lease's keeper ([`super::lease`]).
+
+use crate::error::UidError;
+use crate::layout::BitsAllocator;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+/// Locks a std mutex (this module stays outside loom's models), recovering from poisoning:
+/// every write under these locks is whole.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `used` before any tick was started.
+const NONE: u64 = u64::MAX;
+
+/// One generator's view of its worker ID's mark: shared by the generator (which starts
+/// ticks) and whoever records the mark (the process table, or a lease's keeper).
+pub(crate) struct MarkState {
+    /// The first tick the generator may start: one past the recorded mark.
+    floor: u64,
+    /// The highest tick the generator may start; `u64::MAX` when nothing outside this
+    /// process must record it first (fixed IDs); 0 with `failure` set once revoked.
+    ceiling: AtomicU64,
+    /// The highest tick started, or [`NONE`].
+    used: AtomicU64,
+    /// Set when a tick near the ceiling was started: the keeper should raise it now.
+    wanted: AtomicBool,
+    /// The keeper should stop (the lease is being released).
+    stopping: AtomicBool,
+    /// Why the ceiling cannot be raised any more (the lease was lost or expired), named
+    /// with its store; kept for every later error.
+    failure: Mutex<Option<String>>,
+    /// Wakes the keeper (`wanted`), and takers waiting for a raise.
+    changed: Condvar,
+    /// How far ahead of its start the generator should ask for a raise, in ticks.
+    raise_margin: u64,
+    /// How long a generator waits for a raise before failing.
+    raise_wait: Duration,
+    /// Set by `revoke`: no tick may start, and built IDs must not be handed out.
+    revoked: AtomicBool,
+    /// Called once on revocation (the cached generator wakes its padder to drop its ring).
+    on_revoke: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Who records the mark, for errors: the lease and its store.
+    keeper: String,
+}
+
+impl std::fmt::Debug for MarkState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MarkState")
+            .field("floor", &self.floor)
+            .field("ceiling", &self.ceiling)
+            .field("used", &self.used())
+            .field("revoked", &self.revoked())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MarkState {
+    pub(crate) fn new(
+        floor: u64,
+        ceiling: u64,
+        raise_margin: u64,
+        raise_wait: Duration,
+        keeper: String,
+    ) -> Self {
+        Self {
+            floor,
+            ceiling: AtomicU64::new(ceiling),
+            used: AtomicU64::new(NONE),
+            wanted: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            changed: Condvar::new(),
+            raise_margin,
+            raise_wait,
+            revoked: AtomicBool::new(false),
+            on_revoke: Mutex::new(None),
+            keeper,
+        }
+    }
+
+    /// Whether the lease was revoked (lost, expired or released).
+    pub(crate) fn revoked(&self) -> bool {
+        self.revoked.load(Ordering::SeqCst)
+    }
+
+    /// What to call once the lease is revoked.
+    pub(crate) fn on_revoke(&self, callback: impl Fn() + Send + Sync + 'static) {
+        *lock(&self.on_revoke) = Some(Box::new(callback));
+    }
+
+    /// The first tick the generator may use.
+    pub(crate) fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// The highest tick started, if any.
+    pub(crate) fn used(&self) -> Option<u64> {
+        Some(self.used.load(Ordering::SeqCst)).filter(|&t| t != NONE)
+    }
+
+    /// Lets the generator start `tick` (at or above the floor), or says why not. Called
+    /// once per tick, not per ID. When the tick is past the recorded ceiling, waits up to
+    /// the raise bound, or, without `may_wait`, asks for a raise and says `WouldBlock`.
+    pub(crate) fn admit(&self, tick: u64, may_wait: bool) -> Result<(), UidError> {
+        // `used` first, the ceiling second, both SeqCst, and the revoker does the reverse:
+        // either this sees the revocation, or the revoker sees this tick in `used`.
+        self.used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                (u == NONE || u < tick).then_some(tick)
+            })
+            .ok();
+        let ceiling = self.ceiling.load(Ordering::SeqCst);
+        if tick.saturating_add(self.raise_margin) <= ceiling {
+            return Ok(());
+        }
+        if tick <= ceiling {
+            // Near the ceiling: ask for a raise, keep going.
+            if !self.wanted.swap(true, Ordering::SeqCst) {
+                self.changed.notify_all();
+            }
+            return Ok(());
+        }
+        if !may_wait {
+            if !self.wanted.swap(true, Ordering::SeqCst) {
+                self.changed.notify_all();
+            }
+            return Err(if self.revoked() {
+                UidError::WorkerLease {
+                    why: self.failure().unwrap_or_default(),
+                }
+            } else {
+                UidError::WouldBlock {
+                    why: "the store is recording a higher time mark for the worker ID",
+                    wait: None,
+                }
+            });
+        }
+        self.wait_for_raise(tick)
+    }
+
+    fn wait_for_raise(&self, tick: u64) -> Result<(), UidError> {
+        let deadline = std::time::Instant::now() + self.raise_wait;
+        let mut failure = lock(&self.failure);
+        loop {
+            if let Some(why) = failure.as_ref() {
+                return Err(UidError::WorkerLease { why: why.clone() });
+            }
+            if tick <= self.ceiling.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            self.wanted.store(true, Ordering::SeqCst);
+            self.changed.notify_all();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(UidError::WorkerLease {
+                    why: format!(
+                        "{} did not record a higher time mark (for tick {tick}) within {:?}",
+                        self.keeper, self.raise_wait
+                    ),
+                });
+            }
+            failure = self
+                .changed
+                .wait_timeout(failure, left.min(Duration::from_millis(50)))
+                .map_or_else(|e| e.into_inner().0, |(guard, _)| guard);
+        }
+    }
+
+    /// The reason the generator can no longer start ticks, if it cannot.
+    pub(crate) fn failure(&self) -> Option<String> {
+        lock(&self.failure).clone()
+    }
+
+    /// The keeper recorded `ceiling` in the store.
+    pub(crate) fn raise(&self, ceiling: u64) {
+        let _guard = lock(&self.failure);
+        self.ceiling.fetch_max(ceiling, Ordering::SeqCst);
+        self.wanted.store(false, Ordering::SeqCst);
+        self.changed.notify_all();
+    }
+
+    /// No tick may start any more; returns the highest tick started, which the revoker
+    /// can then record as final.
+    pub(crate) fn revoke(&self, why: String) -> Option<u64> {
+        {
+            let mut failure = lock(&self.failure);
+            if failure.is_none() {
+                *failure = Some(why);
+            }
+            self.ceiling.store(0, Ordering::SeqCst);
+            self.revoked.store(true, Ordering::SeqCst);
+            self.changed.notify_all();
+        }
+        if let Some(callback) = lock(&self.on_revoke).as_ref() {
+            callback();
+        }
+        self.used()
+    }
+
+    /// Tells the keeper to stop, and wakes it.
+    pub(crate) fn stop_keeper(&self) {
+        let _guard = lock(&self.failure);
+        self.stopping.store(true, Ordering::SeqCst);
+        self.changed.notify_all();
+    }
+
+    /// Whether the keeper was told to stop.
+    pub(crate) fn keeper_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Waits up to `timeout`, or until the keeper is told to stop.
+    pub(crate) fn nap(&self, timeout: Duration) {
+        let guard = lock(&self.failure);
+        if !self.keeper_stopping() {
+            let _unused = self.changed.wait_timeout(guard, timeout);
+        }
+    }
+
+    /// Whether a raise was asked for; the keeper waits on this up to `timeout`.
+    pub(crate) fn wait_wanted(&self, timeout: Duration) -> bool {
+        let guard = lock(&self.failure);
+        if self.wanted.load(Ordering::SeqCst) || self.keeper_stopping() {
+            return self.wanted.load(Ordering::SeqCst);
+        }
+        let _unused = self.changed.wait_timeout(guard, timeout);
+        self.wanted.load(Ordering::SeqCst)
+    }
+}
+
+/// What identifies a worker ID's marks in this process: the clock's domain (so a test's
+/// manual clock keeps marks apart from the system's), the layout and the worker ID.
+type Key = (usize, BitsAllocator, u64);
+
+#[derive(Default)]
+struct ProcessMarks {
+    /// The highest tick used by generators that are gone.
+    done: HashMap<Key, u64>,
+    /// Generators alive now: a new one starts above what they started too.
+    live: HashMap<Key, Vec<Weak<MarkState>>>,
+}
+
+fn process_marks() -> &'static Mutex<ProcessMarks> {
+    static MARKS: OnceLock<Mutex<ProcessMarks>> = OnceLock::new();
+    MARKS.get_or_init(Default::default)
+}
+
+/// A fixed worker ID's mark, kept for this process: a generator built after another with
+/// the same worker ID (and layout and clock) starts above every tick the other started,
+/// so building, dropping and building again repeats nothing.
+#[derive(Debug)]
+pub(crate) struct ProcessMark {
+    key: Key,
+    state: Arc<MarkState>,
+}
+
+/// Registers a generator about to use `worker_id`; its floor is one past every tick a
+/// generator with the same key used before (or is using now).
+pub(crate) fn process_mark(
+    clock_domain: usize,
+    bits: &BitsAllocator,
+    worker_id: u64,
+) -> ProcessMark {
+    let key = (clock_domain, *bits, worker_id);
+    let mut marks = lock(process_marks());
+    let mut highest = marks.done.get(&key).copied();
+    let live = marks.live.entry(key).or_default();
+    live.retain(|weak| weak.strong_count() > 0);
+    if !live.is_empty() {
+        tracing::warn!(
+            worker_id,
+            "two generators with the same worker ID are alive at once in this process: \
+             they will make the same IDs; give each its own worker ID"
+        );
+    }
+    for other in live.iter().filter_map(Weak::upgrade) {
+        highest = highest.max(other.used());
+    }
+    let floor = highest.map_or(0, |tick| tick.saturating_add(1));
+    let state = Arc::new(MarkState::new(
+        floor,
+        u64::MAX,
+        0,
+        Duration::ZERO,
+        "this process".into(),
+    ));
+    live.push(Arc::downgrade(&state));
+    ProcessMark { key, state }
+}
+
+impl ProcessMark {
+    pub(crate) fn state(&self) -> &Arc<MarkState> {
+        &self.state
+    }
+}
+
+impl Drop for ProcessMark {
+    fn drop(&mut self) {
+        let mut marks = lock(process_marks());
+        if let Some(used) = self.state.used() {
+            let done = marks.done.entry(self.key).or_insert(used);
+            *done = (*done).max(used);
+        }
+        if let Some(live) = marks.live.get_mut(&self.key) {
+            live.retain(|weak| !std::ptr::eq(weak.as_ptr(), Arc::as_ptr(&self.state)));
+        }
+    }
+}
