@@ -4,7 +4,8 @@
 //! `iter_custom` with a barrier, so thread start-up is not timed. `scripts/bench` turns
 //! criterion's estimates into `results/README.md` and `results/throughput.svg`.
 //!
-//! Group `threads`: one ID per call, `function/threads`. Group `batch`: `next_uids` and
+//! Group `threads`: one ID per call, `function/threads` (`uidgen-segment`: segment mode on
+//! an embedded SQLite store, with `--features sqlite`). Group `batch`: `next_uids` and
 //! the baseline claiming a batch with one `fetch_add`. Group `patterns`: ways of using
 //! cached generators other than one generator flat out (`uidgen bench --pattern` runs the
 //! same ones at scale): `alternate/N` (N generators called in turn from one thread) beside
@@ -68,6 +69,22 @@ fn patient_cached(worker_id: u64) -> CachedUidGenerator {
         .unwrap()
 }
 
+/// A segment generator on a SQLite file of its own: the hot path is the chain's
+/// `fetch_add`, and a step of up to 2^24 keeps the file's round trips (a few ms each) far
+/// apart at a hundred million IDs a second.
+#[cfg(feature = "sqlite")]
+fn segment_generator() -> (uidgen::SegmentGenerator, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = uidgen::SqliteSegmentStore::new(dir.path().join("segments.db"));
+    let generator = uidgen::SegmentGenerator::builder(store, "bench")
+        .create_missing(1000)
+        .max_step(1 << 24)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(3600)))
+        .build()
+        .unwrap();
+    (generator, dir)
+}
+
 fn contenders() -> Vec<Contender> {
     let cached = patient_cached(1);
     let default_s = DefaultUidGenerator::new(BitsAllocator::default(), 2).unwrap();
@@ -82,7 +99,8 @@ fn contenders() -> Vec<Contender> {
         );
     let rs_snowflake = Mutex::new(snowflake::SnowflakeIdGenerator::new(1, 6));
     let rs_snowflake_bucket = Mutex::new(snowflake::SnowflakeIdBucket::new(1, 7));
-    vec![
+    #[cfg_attr(not(feature = "sqlite"), allow(unused_mut))]
+    let mut all = vec![
         Contender {
             name: "uidgen-cached",
             threads: ONE_TWO_FOUR,
@@ -160,7 +178,20 @@ fn contenders() -> Vec<Contender> {
                 black_box(rs_snowflake_bucket.lock().unwrap().get_id());
             }),
         },
-    ]
+    ];
+    #[cfg(feature = "sqlite")]
+    {
+        let (segment, dir) = segment_generator();
+        all.push(Contender {
+            name: "uidgen-segment",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                let _keep = &dir;
+                black_box(segment.next_uid().unwrap());
+            }),
+        });
+    }
+    all
 }
 
 fn threads(c: &mut Criterion) {

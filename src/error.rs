@@ -177,6 +177,20 @@ pub enum UidError {
         /// What happened, naming the store (never with a password).
         why: String,
     },
+    /// A segment generator's fetched ranges are used up and the take policy gave up, or
+    /// the store gave a range it must refuse.
+    #[error(
+        "segment tag {}: no IDs left after waiting {waited:?}: {why}",
+        Shown(tag)
+    )]
+    SegmentExhausted {
+        /// The tag.
+        tag: String,
+        /// How long the take waited.
+        waited: Duration,
+        /// Why no range came: the store's error (naming the store), or a refused range.
+        why: String,
+    },
     /// `try_next_uid`: no ID is ready without waiting.
     #[error("no ID is ready without waiting ({why})")]
     WouldBlock {

@@ -76,3 +76,45 @@ macro_rules! forward_uid_generator {
 }
 
 forward_uid_generator!(&T, Box<T>, std::sync::Arc<T>);
+
+/// What every generator of this crate has in common, time-based or segment: the shape an
+/// ID service (or a benchmark) can serve any of them through.
+///
+/// Implemented for every [`UidGenerator`] and for
+/// [`SegmentGenerator`](crate::SegmentGenerator).
+///
+/// ```
+/// use uidgen::{CachedUidGenerator, IdSource};
+///
+/// fn two(source: &dyn IdSource) -> Result<[u64; 2], uidgen::UidError> {
+///     Ok([source.next_id()?, source.next_id()?])
+/// }
+/// let generator = CachedUidGenerator::builder().worker_id(1).build()?;
+/// let [a, b] = two(&generator)?;
+/// assert!(b > a);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait IdSource: Send + Sync {
+    /// The next ID; may block the thread while the generator waits.
+    fn next_id(&self) -> Result<u64, UidError>;
+    /// The next ID if one is ready now; never blocks ([`UidError::WouldBlock`] otherwise).
+    fn try_next_id(&self) -> Result<u64, UidError>;
+    /// Fills `out` from the front with new, increasing IDs; returns how many (at least 1
+    /// unless `out` is empty).
+    fn next_ids(&self, out: &mut [u64]) -> Result<usize, UidError>;
+}
+
+impl<T: UidGenerator + ?Sized> IdSource for T {
+    #[inline]
+    fn next_id(&self) -> Result<u64, UidError> {
+        self.next_uid()
+    }
+    #[inline]
+    fn try_next_id(&self) -> Result<u64, UidError> {
+        self.try_next_uid()
+    }
+    #[inline]
+    fn next_ids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        self.next_uids(out)
+    }
+}

@@ -26,8 +26,12 @@
 //!   is its creation time; throughput is capped at one tick's sequence per tick. Chooses
 //!   what to do when the clock goes backwards with a [`RollbackStrategy`].
 //!
-//! Both implement [`UidGenerator`], also through `&T`, `Box<T>` and `Arc<T>`, so share one
-//! generator across threads with an `Arc`.
+//! - [`SegmentGenerator`]: segment mode (Meituan Leaf's): dense, increasing IDs per tag
+//!   with no clock in them, from ranges of a counter in a [`SegmentStore`] (SQLite, MySQL,
+//!   PostgreSQL, Redis), handed out with one `fetch_add`; a shared thread fetches ahead.
+//!
+//! The time-based two implement [`UidGenerator`], also through `&T`, `Box<T>` and `Arc<T>`,
+//! so share one generator across threads with an `Arc`. All three implement [`IdSource`].
 //!
 //! # In async code
 //!
@@ -56,8 +60,10 @@
 //! | (none, the default) | the layouts and both generators: no database, no async runtime |
 //! | `tokio` | `next_uid_async` on both generators; an async `assign` on the registries |
 //! | `serde` | `Serialize`/`Deserialize` for [`UidParts`] and [`TimeUnit`] |
-//! | `sqlite` | [`EmbeddedWorkerIdAssigner`], SQLite compiled in (no system library needed) |
-//! | `mysql` | [`MySqlWorkerIdAssigner`] on `mysql_async` (pulls in `tokio`) |
+//! | `sqlite` | [`EmbeddedWorkerIdAssigner`], [`SqliteLeaseStore`], [`SqliteSegmentStore`]; SQLite compiled in (no system library needed) |
+//! | `mysql` | [`MySqlWorkerIdAssigner`], `MySqlLeaseStore`, `MySqlSegmentStore` on `mysql_async` (pulls in `tokio`) |
+//! | `postgres` | `PostgresLeaseStore`, `PostgresSegmentStore` on `tokio-postgres` (no TLS) |
+//! | `redis` | `RedisLeaseStore`, `RedisSegmentStore` (no TLS) |
 //!
 //! The command-line tool is the separate `uidgen-cli` crate.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -75,6 +81,7 @@ mod clock;
 mod error;
 mod generator;
 mod layout;
+mod segment;
 mod snowflake;
 mod store;
 mod sync;
@@ -82,8 +89,13 @@ mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ConfigError, InvalidUidReason, UidError};
-pub use generator::UidGenerator;
+pub use generator::{IdSource, UidGenerator};
 pub use layout::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, TOTAL_BITS};
+#[cfg(not(uidgen_loom))]
+pub use segment::{
+    GiveBack, SegmentError, SegmentGenerator, SegmentGeneratorBuilder, SegmentStats,
+    DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP, DEFAULT_RANGE_LIFETIME, PREFETCH_THREAD_NAME,
+};
 pub use snowflake::{
     CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DefaultUidGenerator,
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RejectedTake,
@@ -92,15 +104,16 @@ pub use snowflake::{
 pub use store::lease::{Acquired, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;
-#[cfg(feature = "mysql")]
-pub use store::MySqlLeaseStore;
-#[cfg(feature = "postgres")]
-pub use store::PostgresLeaseStore;
-#[cfg(feature = "redis")]
-pub use store::RedisLeaseStore;
-#[cfg(feature = "sqlite")]
-pub use store::SqliteLeaseStore;
+pub use store::segment::{SegmentStore, TagRecord, MAX_BASE_STEP, MAX_TAG_LEN};
 pub use store::{is_credential_key, Cause, StoreError};
+#[cfg(feature = "mysql")]
+pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
+#[cfg(feature = "postgres")]
+pub use store::{PostgresLeaseStore, PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
+#[cfg(feature = "redis")]
+pub use store::{RedisLeaseStore, RedisSegmentStore};
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use worker::{
     holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerLease,
     WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
@@ -122,3 +135,8 @@ struct ReadmeDoctests;
 #[cfg(uidgen_loom)]
 #[doc(hidden)]
 pub use snowflake::{doorbell, ring};
+
+/// The segment generator's chain of ranges, public only for uidgen's loom model checks.
+#[cfg(uidgen_loom)]
+#[doc(hidden)]
+pub use segment::chain as segment_chain;

@@ -3,6 +3,13 @@
 //! UIDGEN_REDIS_URL; scripts/test makes them reachable). Each test runs for all four
 //! stores, each on a table or key prefix of its own, dropped at the end.
 
+#[path = "support/relay.rs"]
+mod relay;
+#[path = "support/servers.rs"]
+mod servers;
+
+use relay::{via, Relay};
+use servers::{mysql_url, postgres_url, random_suffix, redis_url};
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -11,19 +18,6 @@ use uidgen::{
     MySqlLeaseStore, PostgresLeaseStore, RedisLeaseStore, SqliteLeaseStore, StoreError,
     UidGenerator, WorkerLease,
 };
-
-fn mysql_url() -> String {
-    std::env::var("UIDGEN_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
-}
-
-fn postgres_url() -> String {
-    std::env::var("UIDGEN_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
-fn redis_url() -> String {
-    std::env::var("UIDGEN_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
 
 /// A store behind a trait object, so one test body serves every kind.
 #[derive(Debug, Clone)]
@@ -63,17 +57,6 @@ struct Fixture {
     kind: Kind,
     name: String,
     dir: Option<tempfile::TempDir>,
-}
-
-fn random_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
 }
 
 impl Kind {
@@ -896,81 +879,6 @@ fn a_clock_rolled_back_an_hour_across_a_restart_repeats_nothing() {
             assert!(id > highest && seen.insert(id), "{id} after {highest}");
         }
     });
-}
-
-/// A TCP relay to a server that can be cut (every connection closed, new ones refused)
-/// and restored: a store that dies mid-run and comes back.
-struct Relay {
-    addr: std::net::SocketAddr,
-    up: Arc<std::sync::atomic::AtomicBool>,
-    open: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
-}
-
-impl Relay {
-    fn to(upstream: std::net::SocketAddr) -> Self {
-        use std::net::{TcpListener, TcpStream};
-        use std::sync::atomic::Ordering;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let relay = Relay {
-            addr: listener.local_addr().unwrap(),
-            up: Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            open: Arc::default(),
-        };
-        let (up, open) = (relay.up.clone(), relay.open.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                if !up.load(Ordering::SeqCst) {
-                    continue; // dropped: refused
-                }
-                let Ok(server) = TcpStream::connect(upstream) else {
-                    continue;
-                };
-                let mut open = open.lock().unwrap();
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
-                ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(std::net::Shutdown::Both);
-                    });
-                }
-                open.push(client);
-                open.push(server);
-            }
-        });
-        relay
-    }
-
-    fn cut(&self) {
-        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
-        for stream in self.open.lock().unwrap().drain(..) {
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// `url` with its host:port replaced by `addr`.
-fn via(url: &str, addr: std::net::SocketAddr) -> (String, std::net::SocketAddr) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let (userinfo, hostport) = match authority.rsplit_once('@') {
-        Some((user, hostport)) => (format!("{user}@"), hostport),
-        None => (String::new(), authority),
-    };
-    let upstream = std::net::ToSocketAddrs::to_socket_addrs(hostport)
-        .unwrap()
-        .next()
-        .unwrap();
-    (
-        format!("{scheme}://{userinfo}{addr}{}", &rest[authority_end..]),
-        upstream,
-    )
 }
 
 #[test]

@@ -254,6 +254,29 @@ fn ns(v: f64) -> String {
     }
 }
 
+/// One row per store and mode of `examples/segment_boundary.rs`.
+fn boundary_table(rows: &[Value]) -> String {
+    let mut t = String::from("| store | prefetch | calls | p50 / p99.9 / max | boundaries | at a boundary: p50 / max | hungry takes |\n|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        let n = |k: &str| ns(r[k].as_f64().unwrap_or(0.0));
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} / {} / {} | {} | {} / {} | {} |",
+            r["store"].as_str().unwrap_or("?"),
+            if r["prefetch"] == true { "yes" } else { "no" },
+            r["calls"],
+            n("p50_ns"),
+            n("p999_ns"),
+            n("max_ns"),
+            r["boundaries"],
+            n("boundary_p50_ns"),
+            n("boundary_max_ns"),
+            r["hungry_takes"]
+        );
+    }
+    t
+}
+
 /// One row per `uidgen bench --json` report: the pattern, how it ran, and what it cost.
 fn runs_table(runs: &[Value]) -> String {
     let mut t = String::from(
@@ -298,7 +321,10 @@ fn runs_table(runs: &[Value]) -> String {
         let _ = writeln!(
             t,
             "| {pattern} | {threads} | {} | {:.1} | {} | {} | {} | {} | {} | {latency} | {} | {} |",
-            run["generator"].as_str().unwrap_or("?"),
+            match run["store"].as_str() {
+                Some(store) => format!("{} ({store})", run["generator"].as_str().unwrap_or("?")),
+                None => run["generator"].as_str().unwrap_or("?").to_owned(),
+            },
             run["seconds"].as_f64().unwrap_or(0.0),
             m(run["ids_per_sec"].as_f64().unwrap_or(0.0)),
             num(&run["slots_per_id"], 3),
@@ -371,7 +397,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Runs from before `--pattern` have no such field: they were `single`.
     let pattern_of = |run: &Value| run["pattern"].as_str().unwrap_or("single").to_owned();
-    for run in runs.iter().filter(|run| pattern_of(run) == "single") {
+    let segment = |t| get(&threads, "uidgen-segment", t);
+    for t in [1u64, 2] {
+        if let (Some(s), Some(f)) = (segment(t), fetch_add(t)) {
+            let _ = writeln!(
+                targets,
+                "| segment `next_uid`, {t} thread{} ≥ 0.9× `fetch_add` on as many threads | {} vs {} = {:.2}× | {} |",
+                if t == 1 { "" } else { "s" },
+                m(s),
+                m(f),
+                s / f,
+                verdict(s >= 0.9 * f)
+            );
+        }
+    }
+    let boundary: Vec<Value> = std::env::var("UIDGEN_BENCH_BOUNDARY")
+        .ok()
+        .and_then(|p| read_json(Path::new(&p)))
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default();
+    for b in boundary.iter().filter(|b| b["prefetch"] == true) {
+        let max = b["boundary_max_ns"].as_u64().unwrap_or(u64::MAX);
+        let without = boundary
+            .iter()
+            .find(|w| w["prefetch"] == false && w["store"] == b["store"])
+            .map_or("–".to_owned(), |w| {
+                ns(w["boundary_max_ns"].as_f64().unwrap_or(0.0))
+            });
+        let _ = writeln!(
+            targets,
+            "| segment: max `next_uid` at a range boundary, 1M IDs/s, with prefetch ≤ 100 µs ({}) | {} (without prefetch: {without}) | {} |",
+            b["store"].as_str().unwrap_or("?"),
+            ns(max as f64),
+            verdict(max <= 100_000)
+        );
+    }
+    let is_cached = |run: &Value| run["generator"].as_str().unwrap_or("cached") == "cached";
+    for run in runs
+        .iter()
+        .filter(|run| pattern_of(run) == "single" && is_cached(run))
+    {
         let (t, secs, batch_len) = (
             run["threads"].as_u64().unwrap_or(0),
             run["seconds"].as_f64().unwrap_or(0.0),
@@ -449,6 +514,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "## `uidgen bench` by pattern (every ID checked for duplicates)\n\n{}",
         runs_table(&runs)
     );
+    if !boundary.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Segment mode: a range boundary at 1M IDs/s (`examples/segment_boundary.rs`)\n\nOne thread takes an ID every microsecond, each call timed, on ranges of exactly {} IDs (a boundary every {} ms); with the prefetch thread, and without it (the taker that finds its range used up waits for the store, as Leaf without its second buffer).\n\n{}",
+            boundary[0]["step"],
+            boundary[0]["step"].as_f64().unwrap_or(0.0) / 1000.0,
+            boundary_table(&boundary)
+        );
+    }
     std::fs::create_dir_all("results")?;
     std::fs::write("results/README.md", out)?;
     std::fs::write("results/throughput.svg", svg(&threads))?;

@@ -66,6 +66,12 @@ pub(crate) enum Command {
         #[command(flatten)]
         layout: LayoutArgs,
     },
+    /// Segment mode (Leaf's number segments): dense, increasing IDs per tag, taken a range
+    /// at a time from a counter in a store.
+    Segment {
+        #[command(subcommand)]
+        action: SegmentAction,
+    },
     /// Show a layout, its capacity and when it runs out.
     Layout {
         /// Print one JSON object.
@@ -84,12 +90,73 @@ pub(crate) enum Command {
     },
 }
 
+/// What `segment` does.
+#[derive(Subcommand)]
+pub(crate) enum SegmentAction {
+    /// Print new IDs of a tag, one a line. The unused rest of the range goes back to the
+    /// store at the end, so the next run goes on right after the last ID printed.
+    Next {
+        /// The tag (Leaf's biz_tag), 1 to 128 characters.
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+        tag: String,
+        /// How many IDs.
+        #[arg(short = 'n', long = "count", default_value_t = 1, value_name = "N")]
+        count: u64,
+        /// Create the tag with this base step if it does not exist (else a missing tag is
+        /// an error).
+        #[arg(long, value_name = "STEP")]
+        create_step: Option<u64>,
+        /// Print the generator's figures (ranges, step, runway) to stderr at the end.
+        #[arg(long)]
+        stats: bool,
+        #[command(flatten)]
+        store: SegmentStoreArgs,
+    },
+    /// Show every tag: its counter (the next ID anyone gets), base step, last change and
+    /// the IDs left before the largest SQL BIGINT.
+    List {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: SegmentStoreArgs,
+    },
+    /// Create a tag (an existing one is left as it is, and said so).
+    Create {
+        /// The tag (Leaf's biz_tag), 1 to 128 characters.
+        #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+        tag: String,
+        /// The base step: the smallest range a generator takes (1 to 2147483647; the
+        /// step grows with the rate, up to 1000000 by default).
+        #[arg(long)]
+        step: u64,
+        /// The first ID to hand out.
+        #[arg(long, default_value_t = 1)]
+        start: u64,
+        /// Free text stored with the tag.
+        #[arg(long, default_value = "")]
+        description: String,
+        #[command(flatten)]
+        store: SegmentStoreArgs,
+    },
+}
+
+/// Where segment counters are kept.
+#[derive(Args)]
+pub(crate) struct SegmentStoreArgs {
+    /// A SQLite file path, or a mysql://, postgres:// or redis:// URL. Default: the
+    /// embedded store, the same file as the worker-ID leases (UIDGEN_WORKER_DB, else
+    /// uidgen/workers.sqlite3 in the user's data folder).
+    #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) store: Option<String>,
+}
+
 /// The options of `bench`.
 #[derive(Args)]
 pub(crate) struct BenchArgs {
     /// Which generator makes the IDs.
-    #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
-    pub(crate) generator: GeneratorKind,
+    #[arg(long, value_enum, default_value_t = BenchGenerator::Cached)]
+    pub(crate) generator: BenchGenerator,
     /// How the generators are used: single, alternate:N with N from 2 to 64 (e.g.
     /// --pattern alternate:4), churn or light.
     ///
@@ -129,6 +196,20 @@ pub(crate) struct BenchArgs {
     /// single and alternate only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub(crate) batch: u32,
+    /// --generator segment: the tag to take IDs of (alternate:N uses TAG-0 to TAG-N-1),
+    /// created with step 1000 if missing, in the store of --store (default: the embedded
+    /// store).
+    /// [default: uidgen-bench]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) tag: Option<String>,
+    /// --generator segment: the largest range to take at once, 1 to 34359738352
+    /// [default: 1000000]
+    #[arg(long, value_name = "N")]
+    pub(crate) max_step: Option<u64>,
+    /// --generator segment: fetch a range only when the last is used up (Leaf without
+    /// its second buffer), to see the stall at each range boundary.
+    #[arg(long)]
+    pub(crate) no_prefetch: bool,
     /// Skip the duplicate check (it keeps about 16 bytes per run of consecutive IDs).
     #[arg(long)]
     pub(crate) no_check: bool,
@@ -169,6 +250,17 @@ impl BenchArgs {
         if self.batch > 1 && matches!(pattern, Pattern::Churn | Pattern::Light) {
             return Some(wrong("--batch above 1", "--pattern single and alternate:N"));
         }
+        if self.generator != BenchGenerator::Segment {
+            for (given, option) in [
+                (self.tag.is_some(), "--tag"),
+                (self.max_step.is_some(), "--max-step"),
+                (self.no_prefetch, "--no-prefetch"),
+            ] {
+                if given {
+                    return Some(format!("{option} applies only to --generator segment"));
+                }
+            }
+        }
         None
     }
 }
@@ -187,6 +279,17 @@ pub(crate) enum GeneratorKind {
     Default,
     /// Hands IDs out from a ring a padding thread keeps full, borrowing future ticks for large runs.
     Cached,
+}
+
+/// Which generator `bench` measures.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchGenerator {
+    /// Computes each ID from the clock; at most one tick's sequence per tick.
+    Default,
+    /// Hands IDs out from a ring a padding thread keeps full, borrowing future ticks for large runs.
+    Cached,
+    /// Segment mode: dense IDs of a tag (--tag), from ranges of a counter in --store.
+    Segment,
 }
 
 /// Where the worker ID comes from: exactly one of a fixed ID, MySQL, or the embedded

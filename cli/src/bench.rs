@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
-use uidgen::{BitsAllocator, CachedUidGenerator, UidError, UidGenerator};
+use uidgen::{
+    BitsAllocator, CachedUidGenerator, IdSource, SegmentGenerator, UidError, UidGenerator,
+};
 
 /// Calls between two looks at the stop flag and the progress counter.
 const CALLS_PER_ROUND: u64 = 1024;
@@ -103,6 +105,9 @@ pub struct BenchReport {
     /// `single`, `alternate:N`, `churn` or `light`.
     pub pattern: String,
     pub generator: String,
+    /// Segment mode: the store the ranges come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// Generators used (N for `alternate:N`, else 1), and their worker IDs.
     pub generators: usize,
     pub worker_ids: Vec<u64>,
@@ -181,23 +186,38 @@ pub struct BenchOptions {
 /// The generators of a run: each as a `UidGenerator` for the calls and, for cached ones,
 /// as a ring for its counters.
 pub struct Generators<'a> {
-    calls: Vec<&'a dyn UidGenerator>,
+    calls: Vec<&'a dyn IdSource>,
     rings: Vec<&'a CachedUidGenerator>,
+    /// The layout of time-based generators (segment IDs have none).
+    bits: Option<BitsAllocator>,
+    worker_ids: Vec<u64>,
 }
 
 impl<'a> Generators<'a> {
     pub fn cached(all: &'a [CachedUidGenerator]) -> Self {
         Self {
-            calls: all.iter().map(|g| g as &dyn UidGenerator).collect(),
             rings: all.iter().collect(),
+            ..Self::without_ring(all)
         }
     }
 
-    /// Generators without a ring (no slots per ID, time ahead or rejected takes).
+    /// Time-based generators without a ring (no slots per ID, time ahead or rejected takes).
     pub fn without_ring<G: UidGenerator>(all: &'a [G]) -> Self {
         Self {
-            calls: all.iter().map(|g| g as &dyn UidGenerator).collect(),
+            calls: all.iter().map(|g| g as &dyn IdSource).collect(),
             rings: Vec::new(),
+            bits: all.first().map(|g| *g.allocator()),
+            worker_ids: all.iter().map(|g| g.worker_id()).collect(),
+        }
+    }
+
+    /// Segment generators: no layout, no worker IDs, no ring.
+    pub fn segment(all: &'a [SegmentGenerator]) -> Self {
+        Self {
+            calls: all.iter().map(|g| g as &dyn IdSource).collect(),
+            rings: Vec::new(),
+            bits: None,
+            worker_ids: Vec::new(),
         }
     }
 }
@@ -455,7 +475,7 @@ fn on_threads(
 /// `single` and `alternate`: every thread calls the generators in turn, flat out, until
 /// the time is up.
 fn flat_out(
-    generators: &[&dyn UidGenerator],
+    generators: &[&dyn IdSource],
     options: &BenchOptions,
     progress: &indicatif::ProgressBar,
 ) -> Vec<Recorder> {
@@ -467,9 +487,9 @@ fn flat_out(
             for _ in 0..CALLS_PER_ROUND {
                 let generator = generators[g];
                 if batch_len > 1 {
-                    recorder.batch(g, &mut batch, |out| generator.next_uids(out));
+                    recorder.batch(g, &mut batch, |out| generator.next_ids(out));
                 } else {
-                    recorder.call(g, || generator.next_uid());
+                    recorder.call(g, || generator.next_id());
                 }
                 g = if g + 1 == generators.len() { 0 } else { g + 1 };
             }
@@ -485,7 +505,7 @@ fn flat_out(
 /// once and keeps its schedule, so the number of calls does not depend on the machine's
 /// load.
 fn light(
-    generator: &dyn UidGenerator,
+    generator: &dyn IdSource,
     options: &BenchOptions,
     progress: &indicatif::ProgressBar,
 ) -> Vec<Recorder> {
@@ -501,7 +521,7 @@ fn light(
         let mut due = start + options.interval.mul_f64(i as f64 / options.threads as f64);
         while due < end {
             sleep_until(due);
-            recorder.call(0, || generator.next_uid());
+            recorder.call(0, || generator.next_id());
             flags.taken.fetch_add(1, Ordering::Relaxed);
             due += options.interval;
         }
@@ -513,7 +533,7 @@ fn light(
 /// wave joined before the next, until `options.count` threads have run or the time is up.
 /// Only the call is timed, not the thread's start. Returns the threads run.
 fn churn(
-    generator: &dyn UidGenerator,
+    generator: &dyn IdSource,
     options: &BenchOptions,
     progress: &indicatif::ProgressBar,
 ) -> (Recorder, u64) {
@@ -525,7 +545,7 @@ fn churn(
         let wave = (options.count - threads_run).min(options.threads as u64);
         let taken: Vec<_> = thread::scope(|s| {
             let threads: Vec<_> = (0..wave)
-                .map(|_| s.spawn(|| timed(|| generator.next_uid())))
+                .map(|_| s.spawn(|| timed(|| generator.next_id())))
                 .collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
@@ -557,7 +577,7 @@ fn summarize(
     rings: Option<(RingCounters, RingCounters)>,
 ) -> BenchReport {
     let pattern = options.pattern;
-    let bits = *generators.calls[0].allocator();
+    let bits = generators.bits;
     let seconds = recorders
         .iter()
         .map(|r| r.elapsed.as_secs_f64())
@@ -575,8 +595,9 @@ fn summarize(
     BenchReport {
         pattern: pattern.to_string(),
         generator: name.to_owned(),
+        store: None,
         generators: generators.calls.len(),
-        worker_ids: generators.calls.iter().map(|g| g.worker_id()).collect(),
+        worker_ids: generators.worker_ids.clone(),
         threads: options.threads,
         batch: options.batch.max(1),
         seconds,
@@ -592,7 +613,7 @@ fn summarize(
         },
         threads_run,
         interval_ms: (pattern == Pattern::Light).then_some(options.interval.as_millis() as u64),
-        offered_share_of_layout: (pattern == Pattern::Light).then(|| {
+        offered_share_of_layout: bits.filter(|_| pattern == Pattern::Light).map(|bits| {
             options.threads as f64 / options.interval.as_secs_f64() / layout_ids_per_sec(&bits)
         }),
         latency_ns: latencies.filter(|h| !h.is_empty()).map(|h| Percentiles {
@@ -612,8 +633,9 @@ fn summarize(
         time_ahead_secs: rings.map(|(_, a)| a.time_ahead_secs),
         time_ahead_growth_per_sec: rings
             .map(|(b, a)| (a.time_ahead_secs - b.time_ahead_secs) / seconds),
-        ids_fill_secs: rings
-            .map(|_| total_ids as f64 / generators.calls.len() as f64 / layout_ids_per_sec(&bits)),
+        ids_fill_secs: rings.and(bits).map(|bits| {
+            total_ids as f64 / generators.calls.len() as f64 / layout_ids_per_sec(&bits)
+        }),
         slots_per_id: rings.map(|(b, a)| (a.claimed - b.claimed) as f64 / total_ids.max(1) as f64),
         discarded_stale: rings.map(|(b, a)| a.discarded_stale - b.discarded_stale),
         duplicates: options
@@ -674,6 +696,15 @@ impl BenchReport {
                 s(run),
                 self.threads
             ),
+            (None, Some(interval)) if self.offered_share_of_layout.is_none() => {
+                let offered = self.threads as f64 * 1000.0 / interval as f64;
+                format!(
+                    "{} thread{}, one ID each every {interval} ms: {} IDs/s offered",
+                    self.threads,
+                    s(self.threads as u64),
+                    rate(offered),
+                )
+            }
             (None, Some(interval)) => {
                 let offered = self.threads as f64 * 1000.0 / interval as f64;
                 let share = self.offered_share_of_layout.unwrap_or(0.0);
@@ -689,6 +720,10 @@ impl BenchReport {
                     rate(offered / share),
                 )
             }
+            (None, None) if self.generators > 1 && self.worker_ids.is_empty() => format!(
+                "{} generators (tags), each thread calling them in turn, flat out",
+                self.generators
+            ),
             (None, None) if self.generators > 1 => {
                 let ids = &self.worker_ids;
                 let consecutive = ids.windows(2).all(|w| w[1] == w[0] + 1);
@@ -721,6 +756,9 @@ impl fmt::Display for BenchReport {
             if self.threads == 1 { "" } else { "s" },
             self.batch
         )?;
+        if let Some(store) = &self.store {
+            writeln!(f, "store          {store}")?;
+        }
         writeln!(
             f,
             "pattern        {} ({})",

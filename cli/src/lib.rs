@@ -6,12 +6,13 @@ mod args;
 mod bench;
 mod output;
 mod redact;
+mod segment;
 mod words;
 mod worker;
 
 pub use redact::{Scrubbed, Secrets};
 
-use args::{BenchArgs, Cli, Command, GeneratorKind, LayoutArgs, WorkerArgs};
+use args::{BenchArgs, BenchGenerator, Cli, Command, GeneratorKind, LayoutArgs, WorkerArgs};
 use clap::{CommandFactory, Parser};
 use output::{chain, report, Failure, Lines};
 use std::ffi::OsString;
@@ -116,6 +117,7 @@ fn execute(
             Some("list") => list_workers(json, &worker, env, stdout),
             _ => show_worker(json, &worker, &layout, env, stdout),
         },
+        Command::Segment { action } => segment::run(&action, env, stdout, stderr),
         Command::Layout { json, layout } => show_layout(json, &layout, stdout),
         Command::Bench(args) => bench(&args, env, stdout, stderr),
         Command::Completions { shell } => {
@@ -161,15 +163,12 @@ fn bench(
             "--seconds {seconds} is out of range: more than 0, at most 86400"
         )));
     }
-    if args.batch > 1 && matches!(args.generator, GeneratorKind::Default) {
+    if args.batch > 1 && args.generator == BenchGenerator::Default {
         return Err(Failure::msg(
             "--batch above 1 needs --generator cached (the default generator takes \
              IDs one at a time)",
         ));
     }
-    let source = Source::from_args(&args.worker, env)?;
-    let bits = args.layout.builder()?.build()?;
-    let taken = source.take_many(&bits, args.pattern.generators())?;
     let default_threads = match args.pattern {
         bench::Pattern::Light => BenchArgs::LIGHT_THREADS,
         _ => 1,
@@ -197,8 +196,21 @@ fn bench(
         indicatif::ProgressStyle::with_template("{bar:40} {elapsed}/{duration} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    let generators = args.pattern.generators();
     let report = match args.generator {
-        GeneratorKind::Cached => {
+        BenchGenerator::Segment => {
+            let (all, store) = segment_generators(args, generators, env)?;
+            let mut report = bench::run(
+                "segment",
+                &bench::Generators::segment(&all),
+                &options,
+                &progress,
+            );
+            report.store = Some(store);
+            report
+        }
+        BenchGenerator::Cached => {
+            let (bits, taken) = bench_workers(args, generators, env)?;
             let all = taken
                 .into_iter()
                 .map(|taken| cached_generator(bits, taken))
@@ -210,7 +222,8 @@ fn bench(
                 &progress,
             )
         }
-        GeneratorKind::Default => {
+        BenchGenerator::Default => {
+            let (bits, taken) = bench_workers(args, generators, env)?;
             let all = taken
                 .into_iter()
                 .map(|taken| default_generator(bits, taken))
@@ -227,6 +240,58 @@ fn bench(
     }
     out.flush()?;
     Ok(SUCCESS)
+}
+
+/// The layout and the worker IDs of a time-based bench.
+fn bench_workers(
+    args: &BenchArgs,
+    generators: usize,
+    env: Env,
+) -> Result<(BitsAllocator, Vec<Taken>), Failure> {
+    let source = Source::from_args(&args.worker, env)?;
+    let bits = args.layout.builder()?.build()?;
+    Ok((bits, source.take_many(&bits, generators)?))
+}
+
+/// The generators of a segment bench: `--tag`, or TAG-0 to TAG-N-1 for alternate:N, on
+/// `--store` (default: the embedded store), each tag created with step 1000 if missing.
+fn segment_generators(
+    args: &BenchArgs,
+    generators: usize,
+    env: Env,
+) -> Result<(Vec<uidgen::SegmentGenerator>, String), Failure> {
+    let worker = &args.worker;
+    if worker.worker_id.is_some() || worker.mysql_url.is_some() || worker.lease_ttl.is_some() {
+        return Err(Failure::msg(
+            "--worker-id, --mysql-url and --lease-ttl choose worker IDs, which segment mode \
+             has none of; leave them out (--store chooses the counters' store)",
+        ));
+    }
+    let choice = match (&worker.store, &worker.worker_db) {
+        (Some(url), _) => worker::StoreChoice::Url(url.clone()),
+        (None, Some(path)) => worker::StoreChoice::Embedded(Some(path.clone())),
+        (None, None) => worker::StoreChoice::from_option(None, env),
+    };
+    let store: Arc<dyn uidgen::SegmentStore> =
+        Arc::from(choice.open::<Box<dyn uidgen::SegmentStore>>()?);
+    let tag = args.tag.as_deref().unwrap_or("uidgen-bench");
+    let all = (0..generators)
+        .map(|i| {
+            let name = if generators == 1 {
+                tag.to_owned()
+            } else {
+                format!("{tag}-{i}")
+            };
+            let mut builder = uidgen::SegmentGenerator::builder(Arc::clone(&store), &name)
+                .create_missing(1000)
+                .prefetch(!args.no_prefetch);
+            if let Some(max_step) = args.max_step {
+                builder = builder.max_step(max_step);
+            }
+            Ok(builder.build()?)
+        })
+        .collect::<Result<_, Failure>>()?;
+    Ok((all, store.describe()))
 }
 
 /// The ring's slots for the cached generator: UidGenerator's eight ticks' worth, at most
@@ -279,30 +344,46 @@ fn next(
         GeneratorKind::Cached => Box::new(cached_generator(bits, taken)?),
     };
     let mut out = Lines::new(stdout);
-    let mut batch = [0u64; 256];
-    let mut left = count;
-    let made = (|| {
-        while left > 0 {
-            let want = usize::try_from(left)
-                .unwrap_or(batch.len())
-                .min(batch.len());
-            let n = generator.next_uids(&mut batch[..want])?;
-            for &uid in &batch[..n] {
-                if json {
-                    out.line(bits.parse(uid)?)?;
-                } else {
-                    out.line(uid)?;
-                }
+    let made = write_ids(
+        &mut out,
+        count,
+        |batch| generator.next_uids(batch),
+        |out, uid| {
+            if json {
+                out.line(bits.parse(uid)?)
+            } else {
+                out.line(uid)
             }
-            left -= n as u64;
-        }
-        Ok::<(), Failure>(())
-    })();
+        },
+    );
     // The IDs made before a failure are good: write them, then report it.
     let flushed = out.flush();
     made?;
     flushed?;
     Ok(SUCCESS)
+}
+
+/// Writes `count` IDs, taken in batches by `take`, each through `line`; stops at the
+/// first failure (the IDs before it are written).
+pub(crate) fn write_ids(
+    out: &mut Lines<'_>,
+    count: u64,
+    mut take: impl FnMut(&mut [u64]) -> Result<usize, uidgen::UidError>,
+    mut line: impl FnMut(&mut Lines<'_>, u64) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let mut batch = [0u64; 256];
+    let mut left = count;
+    while left > 0 {
+        let want = usize::try_from(left)
+            .unwrap_or(batch.len())
+            .min(batch.len());
+        let n = take(&mut batch[..want])?;
+        for &uid in &batch[..n] {
+            line(out, uid)?;
+        }
+        left -= n as u64;
+    }
+    Ok(())
 }
 
 fn parse(

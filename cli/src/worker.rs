@@ -8,8 +8,8 @@ use crate::Env;
 use std::path::PathBuf;
 use std::time::Duration;
 use uidgen::{
-    BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, LeaseStore, SqliteLeaseStore,
-    WorkerAssignment, WorkerIdAssigner, WorkerLease,
+    BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, LeaseStore, SegmentStore,
+    SqliteLeaseStore, SqliteSegmentStore, WorkerAssignment, WorkerIdAssigner, WorkerLease,
 };
 
 pub(crate) const MYSQL_URL_ENV: &str = "UIDGEN_MYSQL_URL";
@@ -171,7 +171,7 @@ impl Source {
                 worker_id,
                 ttl,
             } => {
-                let mut builder = WorkerLease::builder(store.open()?);
+                let mut builder = WorkerLease::builder(store.open::<Box<dyn LeaseStore>>()?);
                 if let Some(ttl) = ttl {
                     builder = builder.ttl(*ttl);
                 }
@@ -292,13 +292,19 @@ impl Clone for StoreChoice {
 }
 
 impl StoreChoice {
+    /// `--store`'s value if given, else the embedded store (UIDGEN_WORKER_DB if set).
+    pub(crate) fn from_option(store: Option<&str>, env: Env) -> Self {
+        match store {
+            Some(url) => StoreChoice::Url(url.to_owned()),
+            None => StoreChoice::Embedded(var(env, WORKER_DB_ENV).map(PathBuf::from)),
+        }
+    }
+
     /// Opens the store: a file path is the embedded store; `mysql://`, `postgres://` and
     /// `redis://` URLs are servers (in a uidgen built with their feature).
-    pub(crate) fn open(&self) -> Result<Box<dyn LeaseStore>, Failure> {
+    pub(crate) fn open<T: OpenStore>(&self) -> Result<T, Failure> {
         let url = match self {
-            StoreChoice::Embedded(Some(path)) => {
-                return Ok(Box::new(SqliteLeaseStore::new(path.clone())))
-            }
+            StoreChoice::Embedded(Some(path)) => return Ok(T::sqlite(path.clone())),
             // In the binary UIDGEN_WORKER_DB is unset or empty here (a value was taken
             // above), so this is the user's data folder.
             StoreChoice::Embedded(None) => {
@@ -308,7 +314,7 @@ impl StoreChoice {
                          give --store with a file path"
                     ))
                 })?;
-                return Ok(Box::new(SqliteLeaseStore::new(path)));
+                return Ok(T::sqlite(path));
             }
             StoreChoice::Url(url) => url.as_str(),
         };
@@ -316,29 +322,67 @@ impl StoreChoice {
             .split_once("://")
             .map(|(scheme, _)| scheme.to_ascii_lowercase());
         match scheme.as_deref() {
-            None => Ok(Box::new(SqliteLeaseStore::new(
-                url.strip_prefix("sqlite:").unwrap_or(url),
-            ))),
-            Some("sqlite") => Ok(Box::new(SqliteLeaseStore::new(&url["sqlite://".len()..]))),
+            None => Ok(T::sqlite(url.strip_prefix("sqlite:").unwrap_or(url).into())),
+            Some("sqlite") => Ok(T::sqlite(url["sqlite://".len()..].into())),
             Some(scheme) => network_store(scheme, url),
         }
     }
 }
 
-fn network_store(scheme: &str, url: &str) -> Result<Box<dyn LeaseStore>, Failure> {
-    #[cfg(feature = "mysql")]
-    if scheme == "mysql" {
-        return Ok(Box::new(uidgen::MySqlLeaseStore::new(url)?));
+/// A kind of store the command opens from a path or URL: worker-ID leases or segment
+/// counters.
+pub(crate) trait OpenStore: Sized {
+    fn sqlite(path: PathBuf) -> Self;
+    /// `None` when this uidgen was built without the scheme's feature (or it is unknown).
+    fn network(scheme: &str, url: &str) -> Option<Result<Self, uidgen::StoreError>>;
+}
+
+impl OpenStore for Box<dyn LeaseStore> {
+    fn sqlite(path: PathBuf) -> Self {
+        Box::new(SqliteLeaseStore::new(path))
     }
-    #[cfg(feature = "postgres")]
-    if scheme == "postgres" || scheme == "postgresql" {
-        return Ok(Box::new(uidgen::PostgresLeaseStore::new(url)?));
+
+    fn network(scheme: &str, url: &str) -> Option<Result<Self, uidgen::StoreError>> {
+        let _ = url;
+        match scheme {
+            #[cfg(feature = "mysql")]
+            "mysql" => Some(uidgen::MySqlLeaseStore::new(url).map(|s| Box::new(s) as Self)),
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => {
+                Some(uidgen::PostgresLeaseStore::new(url).map(|s| Box::new(s) as Self))
+            }
+            #[cfg(feature = "redis")]
+            "redis" => Some(uidgen::RedisLeaseStore::new(url).map(|s| Box::new(s) as Self)),
+            _ => None,
+        }
     }
-    #[cfg(feature = "redis")]
-    if scheme == "redis" {
-        return Ok(Box::new(uidgen::RedisLeaseStore::new(url)?));
+}
+
+impl OpenStore for Box<dyn SegmentStore> {
+    fn sqlite(path: PathBuf) -> Self {
+        Box::new(SqliteSegmentStore::new(path))
     }
-    let _ = url;
+
+    fn network(scheme: &str, url: &str) -> Option<Result<Self, uidgen::StoreError>> {
+        let _ = url;
+        match scheme {
+            #[cfg(feature = "mysql")]
+            "mysql" => Some(uidgen::MySqlSegmentStore::new(url).map(|s| Box::new(s) as Self)),
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => {
+                Some(uidgen::PostgresSegmentStore::new(url).map(|s| Box::new(s) as Self))
+            }
+            #[cfg(feature = "redis")]
+            "redis" => Some(uidgen::RedisSegmentStore::new(url).map(|s| Box::new(s) as Self)),
+            _ => None,
+        }
+    }
+}
+
+fn network_store<T: OpenStore>(scheme: &str, url: &str) -> Result<T, Failure> {
+    if let Some(store) = T::network(scheme, url) {
+        return Ok(store?);
+    }
     let feature = match scheme {
         "postgresql" => "postgres",
         "mysql" | "postgres" | "redis" => scheme,

@@ -5,13 +5,13 @@
 mod cached;
 mod default;
 #[cfg(not(uidgen_loom))]
-mod doorbell;
+pub(crate) mod doorbell;
 #[cfg(uidgen_loom)]
 pub mod doorbell;
 mod end_warning;
 mod local;
 mod padding;
-mod reject;
+pub(crate) mod reject;
 #[cfg(not(uidgen_loom))]
 mod ring;
 #[cfg(uidgen_loom)]

@@ -9,27 +9,44 @@ pub(crate) mod lease;
 pub(crate) mod mysql;
 #[cfg(feature = "mysql")]
 mod mysql_lease;
+#[cfg(feature = "mysql")]
+mod mysql_segment;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod net;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_segment;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_segment;
+pub(crate) mod segment;
 #[cfg(any(feature = "mysql", feature = "postgres"))]
 mod session;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_segment;
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 mod url;
 
 #[cfg(feature = "mysql")]
 pub use self::mysql_lease::MySqlLeaseStore;
+#[cfg(feature = "mysql")]
+pub use self::mysql_segment::{MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresLeaseStore;
+#[cfg(feature = "postgres")]
+pub use self::postgres_segment::{PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
 #[cfg(feature = "redis")]
 pub use self::redis::RedisLeaseStore;
+#[cfg(feature = "redis")]
+pub use self::redis_segment::RedisSegmentStore;
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::SqliteLeaseStore;
+#[cfg(feature = "sqlite")]
+pub use self::sqlite_segment::{SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use self::url::redact_url;
 
@@ -41,6 +58,20 @@ pub(crate) fn is_plain_identifier(name: &str) -> bool {
         && name.len() <= 64
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         && !name.as_bytes()[0].is_ascii_digit()
+}
+
+/// A table name that can be pasted into SQL, else an error naming the rule.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+pub(crate) fn check_table_name(store: &'static str, name: &str) -> Result<(), StoreError> {
+    if is_plain_identifier(name) {
+        return Ok(());
+    }
+    Err(StoreError::InvalidName {
+        store,
+        what: "table name",
+        name: name.to_owned(),
+        rule: "use letters, digits and _ only, not starting with a digit, at most 64",
+    })
 }
 
 use std::path::PathBuf;
@@ -216,6 +247,31 @@ pub enum StoreError {
         /// The driver's or operating system's error, if any.
         #[source]
         source: Option<Cause>,
+    },
+    /// A segment tag that does not exist in the store.
+    #[error(
+        "tag {tag:?} does not exist in {location}: create it with \
+         `uidgen segment create --tag {tag} --step N`, or build the generator with \
+         `.create_missing(step)`"
+    )]
+    MissingTag {
+        /// The kind of store.
+        store: &'static str,
+        /// The store, as its `describe` says it (never with a password).
+        location: String,
+        /// The tag.
+        tag: String,
+    },
+    /// A segment request the store cannot carry out as asked (a step or first ID out of
+    /// range, a counter that would pass the largest `BIGINT`).
+    #[error("{store}: tag {tag:?}: {problem}")]
+    InvalidSegment {
+        /// The kind of store.
+        store: &'static str,
+        /// The tag.
+        tag: String,
+        /// What is wrong, with the limit.
+        problem: String,
     },
     /// Any other failure of the store.
     #[error("{store} error at {location} while {step}")]

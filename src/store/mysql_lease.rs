@@ -45,6 +45,8 @@ const ACQUIRE_ATTEMPTS: usize = 100;
 pub struct MySqlLeaseStore {
     store: MySqlStore,
     table: String,
+    /// The DDL run on connect, and the table name in it that `table` replaces.
+    schema: (&'static str, &'static str),
     session: Session<Conn>,
 }
 
@@ -67,6 +69,7 @@ impl MySqlLeaseStore {
         Ok(Self {
             store,
             table: "WORKER_LEASE".into(),
+            schema: (MYSQL_LEASE_SCHEMA, "WORKER_LEASE"),
             session: Session::new(),
         })
     }
@@ -81,18 +84,28 @@ impl MySqlLeaseStore {
 
     /// Use another table of the same shape (default `WORKER_LEASE`); created if missing.
     pub fn table(mut self, name: &str) -> Result<Self, StoreError> {
-        if !super::is_plain_identifier(name) {
-            return Err(StoreError::InvalidName {
-                store: STORE,
-                what: "table name",
-                name: name.to_owned(),
-                rule: "use letters, digits and _ only, not starting with a digit, at most 64",
-            });
-        }
+        super::check_table_name(STORE, name)?;
         self.table = name.to_owned();
         // A new table needs creating: start from a new connection.
         self.session = Session::new();
         Ok(self)
+    }
+
+    /// The same connection handling for another table: its DDL (run on connect) and the
+    /// name in it (replaced by `table`); for the segment store.
+    pub(super) fn for_schema(mut self, schema: &'static str, table: &'static str) -> Self {
+        self.schema = (schema, table);
+        self.table = table.into();
+        self.session = Session::new();
+        self
+    }
+
+    pub(super) fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    pub(super) fn server(&self) -> &MySqlStore {
+        &self.store
     }
 
     /// The database, without its password.
@@ -112,7 +125,7 @@ impl MySqlLeaseStore {
         })
     }
 
-    fn run<T: Send>(
+    pub(super) fn run<T: Send>(
         &self,
         work: impl AsyncFnOnce(&mut Conn) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
@@ -121,13 +134,14 @@ impl MySqlLeaseStore {
             self.store.location(),
             async || {
                 let mut conn = self.store.connect().await?;
-                let ddl = MYSQL_LEASE_SCHEMA.replacen(
-                    "EXISTS WORKER_LEASE (",
+                let (schema, schema_table) = self.schema;
+                let ddl = schema.replacen(
+                    &format!("EXISTS {schema_table} ("),
                     &format!("EXISTS {} (", self.table),
                     1,
                 );
                 self.store
-                    .bounded("creating the lease table", conn.query_drop(ddl))
+                    .bounded("creating the table", conn.query_drop(ddl))
                     .await?;
                 Ok(conn)
             },
@@ -137,7 +151,7 @@ impl MySqlLeaseStore {
 
     /// Column `index` of `row`: an error, not a panic, if the table's columns have other
     /// types than the schema's.
-    fn column<T: mysql_async::prelude::FromValue>(
+    pub(super) fn column<T: mysql_async::prelude::FromValue>(
         &self,
         row: &Row,
         index: usize,
@@ -150,8 +164,7 @@ impl MySqlLeaseStore {
                 location: self.store.location().to_owned(),
                 step,
                 what: format!(
-                    "column {index} of {} {}; compare the table with \
-                     schema/worker_lease.mysql.sql",
+                    "column {index} of {} {}; compare the table with its DDL in schema/",
                     self.table,
                     if other.is_none() {
                         "is missing"

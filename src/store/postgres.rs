@@ -57,6 +57,8 @@ pub struct PostgresLeaseStore {
     location: String,
     timeout: Duration,
     table: String,
+    /// The DDL run on connect, and the table name in it that `table` replaces.
+    schema: (&'static str, &'static str),
     session: Session<Client>,
 }
 
@@ -148,6 +150,7 @@ impl PostgresLeaseStore {
             location,
             timeout: Duration::from_secs(5),
             table: "WORKER_LEASE".into(),
+            schema: (POSTGRES_LEASE_SCHEMA, "WORKER_LEASE"),
             session: Session::new(),
         })
     }
@@ -163,18 +166,24 @@ impl PostgresLeaseStore {
     /// Use another table of the same shape (default `WORKER_LEASE`); created if missing.
     /// PostgreSQL folds it to lower case, as it does every unquoted name.
     pub fn table(mut self, name: &str) -> Result<Self, StoreError> {
-        if !super::is_plain_identifier(name) {
-            return Err(StoreError::InvalidName {
-                store: STORE,
-                what: "table name",
-                name: name.to_owned(),
-                rule: "use letters, digits and _ only, not starting with a digit, at most 64",
-            });
-        }
+        super::check_table_name(STORE, name)?;
         self.table = name.to_owned();
         // A new table needs creating: start from a new connection.
         self.session = Session::new();
         Ok(self)
+    }
+
+    /// The same connection handling for another table: its DDL (run on connect) and the
+    /// name in it (replaced by `table`); for the segment store.
+    pub(super) fn for_schema(mut self, schema: &'static str, table: &'static str) -> Self {
+        self.schema = (schema, table);
+        self.table = table.into();
+        self.session = Session::new();
+        self
+    }
+
+    pub(super) fn table_name(&self) -> &str {
+        &self.table
     }
 
     /// The database, without its password.
@@ -195,7 +204,7 @@ impl PostgresLeaseStore {
 
     /// Column `index` of `row`: an error, not a panic, if the table's columns have other
     /// types than the schema's.
-    fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    pub(super) fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
         &self,
         row: &'a Row,
         index: usize,
@@ -206,14 +215,14 @@ impl PostgresLeaseStore {
             location: self.location.clone(),
             step,
             source: format!(
-                "column {index} of {}: {e}; compare the table with schema/worker_lease.postgres.sql",
+                "column {index} of {}: {e}; compare the table with its DDL in schema/",
                 self.table
             )
             .into(),
         })
     }
 
-    fn timed_out(&self, step: &'static str) -> StoreError {
+    pub(super) fn timed_out(&self, step: &'static str) -> StoreError {
         StoreError::Timeout {
             store: STORE,
             host: self.host.clone(),
@@ -224,7 +233,7 @@ impl PostgresLeaseStore {
     }
 
     /// Runs one network step within the bound, turning failures into our errors.
-    async fn bounded<T>(
+    pub(super) async fn bounded<T>(
         &self,
         step: &'static str,
         future: impl Future<Output = Result<T, tokio_postgres::Error>>,
@@ -306,8 +315,9 @@ impl PostgresLeaseStore {
             .await?;
         // Driven by the session's runtime while a step runs; ends when the client drops.
         tokio::spawn(connection);
-        let create = POSTGRES_LEASE_SCHEMA.replacen(
-            "EXISTS WORKER_LEASE (",
+        let (schema, schema_table) = self.schema;
+        let create = schema.replacen(
+            &format!("EXISTS {schema_table} ("),
             &format!("EXISTS {} (", self.table),
             1,
         );
@@ -318,12 +328,12 @@ impl PostgresLeaseStore {
             "SELECT pg_advisory_xact_lock(hashtext('uidgen lease table {}'));\n{create}",
             self.table.to_ascii_lowercase()
         );
-        self.bounded("creating the lease table", client.batch_execute(&ddl))
+        self.bounded("creating the table", client.batch_execute(&ddl))
             .await?;
         Ok(client)
     }
 
-    fn run<T: Send>(
+    pub(super) fn run<T: Send>(
         &self,
         work: impl AsyncFnOnce(&mut Client) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {

@@ -12,7 +12,7 @@ const EXPECTED: &str = "redis://[[user]:password@]host[:port][/db]";
 const DEFAULT_PREFIX: &str = "uidgen:lease:";
 
 /// The server's clock in Unix milliseconds, as Lua: every script starts with it.
-const LUA_NOW: &str = "local t = redis.call('TIME')
+pub(super) const LUA_NOW: &str = "local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function num(x) return string.format('%d', x) end
 ";
@@ -258,6 +258,11 @@ impl RedisLeaseStore {
         Ok(self)
     }
 
+    /// The prefix of every key.
+    pub(super) fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The server, without its password.
     pub fn location(&self) -> &str {
         &self.location
@@ -297,7 +302,7 @@ impl RedisLeaseStore {
 
     /// Runs `work` on the connection (opened if there is none). A step that fails drops
     /// the connection: after a timeout its state is unknown.
-    fn run<T>(
+    pub(super) fn run<T>(
         &self,
         step: &'static str,
         work: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
@@ -355,7 +360,7 @@ impl RedisLeaseStore {
         }
     }
 
-    fn unexpected(&self, step: &'static str, answer: &[String]) -> StoreError {
+    pub(super) fn unexpected(&self, step: &'static str, answer: &[String]) -> StoreError {
         StoreError::Unexpected {
             store: STORE,
             location: self.location.clone(),

@@ -1,0 +1,219 @@
+//! The chain of ranges a segment generator hands IDs out of: a small ring of slots, one
+//! range each; the current one (`head`) and the ranges fetched ahead of it.
+//!
+//! Taking is one `fetch_add` on the current range's cursor, checked against its end. A
+//! slot is reused for a later range only once `head` has moved past it, and `head` only
+//! moves past a range a taker found used up. A taker that read `head` long ago may land
+//! on a reused slot; it then sees the slot's range number change and looks again, so it
+//! never returns an ID out of its own range's order (it may burn one ID of the new range:
+//! a gap, never a repeat).
+//!
+//! Orderings (each has a mutant in `scripts/loom-mutants`):
+//! - `publish` writes `number`, `start` and `cursor`, then `end` (Release), then
+//!   `published` (Release). A taker loads `head` (Acquire), `end` (Acquire), takes with
+//!   a `fetch_add` (Relaxed), then loads `number` (Relaxed).
+//! - A taker that reads range `k` from `head` sees its slot written (the mover of
+//!   `head` saw `published`; `head` moves by AcqRel CAS), so the cursor it adds to is
+//!   range `k`'s or a later range's (coherence). A later range's IDs are all above an
+//!   earlier range's end, so an ID below the `end` read is from the range whose `end`
+//!   was read or an earlier one; and `number`, read after that `end` (Acquire), is that
+//!   range's number or a later one's. So `number == k` and `id < end` mean the ID is
+//!   range `k`'s.
+
+use crate::sync::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+/// Slots in a chain: the current range plus up to this many minus one fetched ahead.
+#[cfg(not(uidgen_loom))]
+pub const SLOTS: u64 = 16;
+/// Slots in a chain under loom: two, so a short model reuses a slot.
+#[cfg(uidgen_loom)]
+pub const SLOTS: u64 = 2;
+
+/// Written by `publish` only; read by takers on every take (kept apart from the cursor,
+/// whose line every take writes).
+struct Meta {
+    number: AtomicU64,
+    start: AtomicU64,
+    end: AtomicU64,
+}
+
+struct Slot {
+    meta: CachePadded<Meta>,
+    cursor: CachePadded<AtomicU64>,
+}
+
+/// A publish found no free slot: the ranges ahead already fill the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainFull;
+
+/// One range in the chain, as [`Chain::ranges`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeLeft {
+    /// The range's first ID.
+    pub start: u64,
+    /// The first ID of the range not yet handed out (never past `end`).
+    pub next: u64,
+    /// One past the range's last ID.
+    pub end: u64,
+}
+
+/// See the module docs.
+pub struct Chain {
+    head: CachePadded<AtomicU64>,
+    published: CachePadded<AtomicU64>,
+    /// IDs in ranges `head` has moved past (for the rate estimate).
+    retired: CachePadded<AtomicU64>,
+    slots: Box<[Slot]>,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain")
+            .field("head", &self.head.load(Ordering::Relaxed))
+            .field("published", &self.published.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Chain {
+    /// An empty chain: takes find nothing until the first publish.
+    pub fn new() -> Self {
+        let slots = (0..SLOTS)
+            .map(|_| Slot {
+                meta: CachePadded::new(Meta {
+                    // No range has this number, so an unused slot never matches.
+                    number: AtomicU64::new(u64::MAX),
+                    start: AtomicU64::new(0),
+                    end: AtomicU64::new(0),
+                }),
+                cursor: CachePadded::new(AtomicU64::new(0)),
+            })
+            .collect();
+        Self {
+            head: CachePadded::new(AtomicU64::new(0)),
+            published: CachePadded::new(AtomicU64::new(0)),
+            retired: CachePadded::new(AtomicU64::new(0)),
+            slots,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, number: u64) -> &Slot {
+        // SLOTS is a power of two.
+        &self.slots[(number & (SLOTS - 1)) as usize]
+    }
+
+    /// The next ID, or `None` when every published range is used up. `moved` runs on
+    /// the thread that moves `head` to the next range (to ask for more ranges).
+    #[inline]
+    pub fn take(&self, moved: impl Fn()) -> Option<u64> {
+        loop {
+            let number = self.head.load(Ordering::Acquire);
+            let slot = self.slot(number);
+            let end = slot.meta.end.load(Ordering::Acquire);
+            let id = slot.cursor.fetch_add(1, Ordering::Relaxed);
+            if id < end && slot.meta.number.load(Ordering::Relaxed) == number {
+                return Some(id);
+            }
+            if !self.advance(number, &moved) {
+                return None;
+            }
+        }
+    }
+
+    /// Range `number` gave nothing (used up, or this taker's `head` was stale): moves
+    /// `head` past it if the next range is published. `false` when there is none.
+    #[cold]
+    fn advance(&self, number: u64, moved: &impl Fn()) -> bool {
+        if self.published.load(Ordering::Acquire) <= number + 1 {
+            // Nothing after it; unless someone moved on meanwhile, the chain is empty.
+            return self.head.load(Ordering::Acquire) != number;
+        }
+        if self
+            .head
+            .compare_exchange(number, number + 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            let meta = &self.slot(number).meta;
+            let size = meta.end.load(Ordering::Relaxed) - meta.start.load(Ordering::Relaxed);
+            self.retired.fetch_add(size, Ordering::Relaxed);
+            moved();
+        }
+        true
+    }
+
+    /// Appends the range `[start, end)`; one publisher at a time (the generator holds its
+    /// fetch lock). Ranges must increase: `start` at or above the last range's end.
+    pub fn publish(&self, start: u64, end: u64) -> Result<(), ChainFull> {
+        debug_assert!(start < end);
+        let number = self.published.load(Ordering::Relaxed);
+        if number >= self.head.load(Ordering::Acquire) + SLOTS {
+            return Err(ChainFull);
+        }
+        let slot = self.slot(number);
+        slot.meta.number.store(number, Ordering::Relaxed);
+        slot.meta.start.store(start, Ordering::Relaxed);
+        // A swap, not a store: stale takers may still be adding to this cursor, and an
+        // RMW joins their chain of RMWs exactly (loom, too, models RMW chains exactly,
+        // but a plain store racing them only approximately, and then reports a false
+        // repeat).
+        slot.cursor.swap(start, Ordering::Relaxed);
+        slot.meta.end.store(end, Ordering::Release);
+        self.published.store(number + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Ranges after the current one.
+    pub fn ranges_ahead(&self) -> u64 {
+        let head = self.head.load(Ordering::Acquire);
+        self.published
+            .load(Ordering::Acquire)
+            .saturating_sub(head + 1)
+    }
+
+    /// Whether another range can be published now.
+    pub fn has_room(&self) -> bool {
+        self.published.load(Ordering::Acquire) < self.head.load(Ordering::Acquire) + SLOTS
+    }
+
+    /// The current range and those ahead, oldest first, with what is left of each. Exact
+    /// only while no one takes (at shutdown); otherwise a snapshot.
+    pub fn ranges(&self) -> Vec<RangeLeft> {
+        let head = self.head.load(Ordering::Acquire);
+        let published = self.published.load(Ordering::Acquire);
+        (head..published)
+            .filter_map(|number| {
+                let slot = self.slot(number);
+                let end = slot.meta.end.load(Ordering::Acquire);
+                let next = slot.cursor.load(Ordering::Acquire).min(end);
+                let start = slot.meta.start.load(Ordering::Relaxed);
+                (slot.meta.number.load(Ordering::Relaxed) == number).then_some(RangeLeft {
+                    start,
+                    next,
+                    end,
+                })
+            })
+            .collect()
+    }
+
+    /// IDs handed out (or burnt) so far, for the rate estimate.
+    pub fn taken(&self) -> u64 {
+        let head = self.head.load(Ordering::Acquire);
+        let retired = self.retired.load(Ordering::Relaxed);
+        if head >= self.published.load(Ordering::Acquire) {
+            return retired;
+        }
+        let slot = self.slot(head);
+        let end = slot.meta.end.load(Ordering::Acquire);
+        let start = slot.meta.start.load(Ordering::Relaxed);
+        let next = slot.cursor.load(Ordering::Relaxed).clamp(start, end);
+        retired + (next - start)
+    }
+}

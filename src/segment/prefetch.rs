@@ -1,0 +1,259 @@
+//! The one thread per process that fetches ranges ahead for every segment generator, and
+//! the rules for how much to fetch: the step (so a range lasts about `range_lifetime` at
+//! the recent rate) and the distance (ranges kept ahead: doubled when takers go hungry,
+//! halved after a quiet while).
+
+use super::Tag;
+use crate::snowflake::doorbell::{Doorbell, Wake};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+/// The prefetch thread's name (one per process, shared by every tag).
+pub const PREFETCH_THREAD_NAME: &str = "uidgen-segment-prefetch";
+
+/// How often the thread looks at every tag even when no taker rang: to sample rates, and
+/// to retry a store that failed.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+pub(crate) struct Prefetcher {
+    tags: Mutex<Vec<Weak<Tag>>>,
+    doorbell: Doorbell,
+    thread: std::thread::Thread,
+}
+
+impl std::fmt::Debug for Prefetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefetcher").finish_non_exhaustive()
+    }
+}
+
+impl Prefetcher {
+    /// The process's prefetcher, its thread started on first use.
+    pub(crate) fn get() -> Result<&'static Prefetcher, Arc<std::io::Error>> {
+        static PREFETCHER: OnceLock<Result<&'static Prefetcher, Arc<std::io::Error>>> =
+            OnceLock::new();
+        PREFETCHER
+            .get_or_init(|| {
+                let (sender, receiver) = std::sync::mpsc::channel::<&'static Prefetcher>();
+                let thread = std::thread::Builder::new()
+                    .name(PREFETCH_THREAD_NAME.into())
+                    .spawn(move || {
+                        if let Ok(prefetcher) = receiver.recv() {
+                            prefetcher.run();
+                        }
+                    })
+                    .map_err(Arc::new)?;
+                // Leaked on purpose: one per process, alive as long as the process.
+                let prefetcher: &'static Prefetcher = Box::leak(Box::new(Prefetcher {
+                    tags: Mutex::new(Vec::new()),
+                    doorbell: Doorbell::default(),
+                    thread: thread.thread().clone(),
+                }));
+                let _ = sender.send(prefetcher);
+                Ok(prefetcher)
+            })
+            .clone()
+    }
+
+    pub(crate) fn register(&self, tag: &Arc<Tag>) {
+        self.tags
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(tag));
+        self.ring();
+    }
+
+    /// Asks for a round now (cheap when one is pending already).
+    #[inline]
+    pub(crate) fn ring(&self) {
+        self.doorbell.ring(&self.thread);
+    }
+
+    fn run(&self) {
+        let never = AtomicBool::new(false);
+        loop {
+            let wake = self
+                .doorbell
+                .wait(&never, Some(Instant::now() + LOOK_EVERY));
+            if wake == Wake::Rung {
+                self.doorbell.answer();
+            }
+            let live: Vec<Arc<Tag>> = {
+                let mut tags = self.tags.lock().unwrap_or_else(PoisonError::into_inner);
+                tags.retain(|t| t.strong_count() > 0);
+                tags.iter().filter_map(Weak::upgrade).collect()
+            };
+            for tag in live {
+                tag.top_up(Instant::now());
+            }
+        }
+    }
+}
+
+/// What one tag's fetching has learnt; guarded by the tag's fetch lock.
+#[derive(Debug)]
+pub(crate) struct FetchState {
+    /// One past the last ID of the last range fetched: a new range must start there or
+    /// above, else the store went back (restored, or rolled back) and it is refused.
+    pub(crate) last_end: u64,
+    pub(crate) step: u64,
+    pub(crate) distance: u64,
+    /// IDs a second, smoothed; 0 until measured.
+    pub(crate) rate: f64,
+    sampled_at: Instant,
+    taken_then: u64,
+    hungry_seen: u64,
+    last_hunger: Instant,
+    /// While the store fails: when to try again, and the pause after that.
+    pub(crate) retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+/// The bounds a tag's fetching keeps to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) base_step: u64,
+    pub(crate) max_step: u64,
+    pub(crate) range_lifetime: Duration,
+    pub(crate) max_distance: u64,
+    pub(crate) prefetch: bool,
+}
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Rates are sampled at most this often, so a burst of rings does not make noise.
+const SAMPLE_EVERY: Duration = Duration::from_millis(50);
+
+impl FetchState {
+    pub(crate) fn new(last_end: u64, limits: &Limits, now: Instant) -> Self {
+        Self {
+            last_end,
+            step: limits.base_step,
+            distance: 1,
+            rate: 0.0,
+            sampled_at: now,
+            taken_then: 0,
+            hungry_seen: 0,
+            last_hunger: now,
+            retry_at: None,
+            backoff: FIRST_BACKOFF,
+        }
+    }
+
+    /// Updates the rate from `taken` (IDs handed out so far) and the distance from
+    /// `hungry` (takes that found the chain empty so far).
+    pub(crate) fn observe(&mut self, limits: &Limits, taken: u64, hungry: u64, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.sampled_at);
+        if elapsed >= SAMPLE_EVERY {
+            let instant = taken.saturating_sub(self.taken_then) as f64 / elapsed.as_secs_f64();
+            // Rises at once (a burst must get big ranges now), falls slowly.
+            self.rate = if instant >= self.rate {
+                instant
+            } else {
+                0.75 * self.rate + 0.25 * instant
+            };
+            self.sampled_at = now;
+            self.taken_then = taken;
+        }
+        if hungry > self.hungry_seen {
+            self.hungry_seen = hungry;
+            self.last_hunger = now;
+            self.distance = (self.distance * 2).min(limits.max_distance);
+        } else if now.saturating_duration_since(self.last_hunger) > 2 * limits.range_lifetime
+            && self.distance > 1
+        {
+            self.last_hunger = now;
+            self.distance /= 2;
+        }
+    }
+
+    /// The step for the next range: enough for about `range_lifetime` at the recent rate,
+    /// within `[base_step, max_step]`.
+    pub(crate) fn next_step(&mut self, limits: &Limits) -> u64 {
+        let wanted = (self.rate * limits.range_lifetime.as_secs_f64()).ceil();
+        self.step = if wanted.is_finite() && wanted > 0.0 {
+            (wanted.min(limits.max_step as f64) as u64).clamp(limits.base_step, limits.max_step)
+        } else {
+            limits.base_step
+        };
+        self.step
+    }
+
+    /// Ranges to keep ahead of the current one.
+    pub(crate) fn wanted_ahead(&self, limits: &Limits) -> u64 {
+        if limits.prefetch {
+            self.distance
+        } else {
+            0
+        }
+    }
+
+    pub(crate) fn store_failed(&mut self, now: Instant) {
+        self.retry_at = Some(now + self.backoff);
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    pub(crate) fn store_answered(&mut self) {
+        self.retry_at = None;
+        self.backoff = FIRST_BACKOFF;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            base_step: 1000,
+            max_step: 1_000_000,
+            range_lifetime: Duration::from_secs(10),
+            max_distance: 8,
+            prefetch: true,
+        }
+    }
+
+    #[test]
+    fn the_step_follows_the_rate_within_its_bounds() {
+        let limits = limits();
+        let start = Instant::now();
+        let mut state = FetchState::new(1, &limits, start);
+        assert_eq!(state.next_step(&limits), 1000, "no rate yet: the base step");
+        // 5,000 IDs in one second: 50,000 for ten seconds.
+        state.observe(&limits, 5_000, 0, start + Duration::from_secs(1));
+        assert_eq!(state.next_step(&limits), 50_000);
+        // A burst: capped at max_step.
+        state.observe(&limits, 10_005_000, 0, start + Duration::from_secs(2));
+        assert_eq!(state.next_step(&limits), 1_000_000);
+        // Idle for a long time: the rate decays and the step falls back to the base.
+        for s in 3..60 {
+            state.observe(&limits, 10_005_000, 0, start + Duration::from_secs(s));
+        }
+        assert_eq!(state.next_step(&limits), 1000);
+    }
+
+    #[test]
+    fn the_distance_doubles_on_hunger_and_halves_when_quiet() {
+        let limits = limits();
+        let start = Instant::now();
+        let mut state = FetchState::new(1, &limits, start);
+        assert_eq!(state.wanted_ahead(&limits), 1);
+        for (i, want) in [2, 4, 8, 8].into_iter().enumerate() {
+            state.observe(&limits, 0, i as u64 + 1, start);
+            assert_eq!(state.distance, want);
+        }
+        // Quiet for more than twice the range lifetime: halved, once per quiet spell.
+        state.observe(&limits, 0, 4, start + Duration::from_secs(21));
+        assert_eq!(state.distance, 4);
+        state.observe(&limits, 0, 4, start + Duration::from_secs(22));
+        assert_eq!(state.distance, 4);
+        state.observe(&limits, 0, 4, start + Duration::from_secs(43));
+        assert_eq!(state.distance, 2);
+        let off = Limits {
+            prefetch: false,
+            ..limits
+        };
+        assert_eq!(state.wanted_ahead(&off), 0);
+    }
+}

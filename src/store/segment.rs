@@ -1,0 +1,227 @@
+//! What a segment generator needs of a store: one counter per tag (Meituan Leaf's
+//! `leaf_alloc` row), moved forward a range at a time in one atomic step.
+
+use super::StoreError;
+use std::fmt;
+use std::sync::Arc;
+
+/// Counters that [`SegmentGenerator`](crate::SegmentGenerator)s take ranges of IDs from.
+///
+/// A tag's counter (`max_id`, as in Leaf's `leaf_alloc`) is the first ID no one has been
+/// given yet. [`allocate`](Self::allocate) moves it up by `step` in one atomic step on
+/// the store and returns the new value: the caller owns `[max_id - step, max_id)`, and no
+/// other caller, in any process, ever gets a number in it. Implementations must never
+/// read the new value on another connection or outside the step that wrote it.
+pub trait SegmentStore: Send + Sync + fmt::Debug + 'static {
+    /// Where the counters are, for messages (never with a password).
+    fn describe(&self) -> String;
+
+    /// Moves `tag`'s counter up by `step` (≥ 1) and returns its new value, so the caller
+    /// owns `[new - step, new)`. A tag that does not exist is
+    /// [`StoreError::MissingTag`].
+    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError>;
+
+    /// Creates `tag` with its counter at `first_id` and `step` as its base step, unless it
+    /// exists; `Ok(true)` if this call created it. An existing tag is left as it is.
+    fn create(
+        &self,
+        tag: &str,
+        first_id: u64,
+        step: u64,
+        description: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Sets `tag`'s counter back from `from` to `to` (`to < from`), only if it is still
+    /// `from`, that is, no one allocated after the caller; `Ok(true)` if it was set.
+    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError>;
+
+    /// One tag's row, `None` if it does not exist.
+    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError>;
+
+    /// Every tag, ordered by name.
+    fn tags(&self) -> Result<Vec<TagRecord>, StoreError>;
+}
+
+/// One tag's counter, as [`SegmentStore::tags`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TagRecord {
+    /// The tag (Leaf's `biz_tag`).
+    pub tag: String,
+    /// The first ID not yet handed to anyone.
+    pub max_id: u64,
+    /// The base step: the smallest range a generator takes.
+    pub step: u64,
+    /// Free text.
+    pub description: String,
+    /// When the row last changed, in Unix milliseconds (0 if the store does not say).
+    pub updated_ms: u64,
+}
+
+impl TagRecord {
+    /// A record, for stores implemented outside this crate.
+    pub fn new(tag: String, max_id: u64, step: u64, description: String, updated_ms: u64) -> Self {
+        Self {
+            tag,
+            max_id,
+            step,
+            description,
+            updated_ms,
+        }
+    }
+}
+
+macro_rules! forward_segment_store {
+    ($($wrapper:ident),*) => {$(
+impl<S: SegmentStore + ?Sized> SegmentStore for $wrapper<S> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
+        (**self).allocate(tag, step)
+    }
+    fn create(
+        &self,
+        tag: &str,
+        first_id: u64,
+        step: u64,
+        description: &str,
+    ) -> Result<bool, StoreError> {
+        (**self).create(tag, first_id, step, description)
+    }
+    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        (**self).give_back(tag, from, to)
+    }
+    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
+        (**self).tag(tag)
+    }
+    fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
+        (**self).tags()
+    }
+}
+    )*};
+}
+
+// A boxed or shared store is a store too (one store for many tags: `Arc`).
+forward_segment_store!(Box, Arc);
+
+/// The longest tag: Leaf's `biz_tag` is `varchar(128)`.
+pub const MAX_TAG_LEN: usize = 128;
+
+/// The largest step one allocation may take, and the largest base step a tag may have
+/// (Leaf's `step` column is a 32-bit `int`).
+pub const MAX_BASE_STEP: u64 = i32::MAX as u64;
+
+/// Checks a tag before it reaches a store: 1 to 128 characters, none of them a control
+/// character (so messages and keys print as they are).
+// Under loom only the chain is built, not the generator that uses these.
+#[cfg_attr(uidgen_loom, allow(dead_code))]
+pub(crate) fn check_tag(store: &'static str, tag: &str) -> Result<(), StoreError> {
+    if tag.is_empty() || tag.chars().count() > MAX_TAG_LEN || tag.chars().any(char::is_control) {
+        return Err(StoreError::InvalidName {
+            store,
+            what: "tag",
+            name: tag.chars().take(MAX_TAG_LEN).collect(),
+            rule: "use 1 to 128 characters, without control characters",
+        });
+    }
+    Ok(())
+}
+
+/// Checks the arguments of [`SegmentStore::create`].
+#[cfg(any(
+    feature = "sqlite",
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis"
+))]
+pub(crate) fn check_create(
+    store: &'static str,
+    tag: &str,
+    first_id: u64,
+    step: u64,
+) -> Result<(), StoreError> {
+    check_tag(store, tag)?;
+    let problem = if step == 0 || step > MAX_BASE_STEP {
+        format!("step {step} is out of range: 1..={MAX_BASE_STEP}")
+    } else if first_id == 0 || first_id > i64::MAX as u64 - step {
+        format!(
+            "first ID {first_id} is out of range: 1..={} for step {step}",
+            i64::MAX as u64 - step
+        )
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::InvalidSegment {
+        store,
+        tag: tag.to_owned(),
+        problem,
+    })
+}
+
+/// The error for a tag that does not exist, with the ways to create it.
+#[cfg_attr(uidgen_loom, allow(dead_code))]
+pub(crate) fn missing_tag(store: &'static str, location: &str, tag: &str) -> StoreError {
+    StoreError::MissingTag {
+        store,
+        location: location.to_owned(),
+        tag: tag.to_owned(),
+    }
+}
+
+/// Why an allocation changed no row: the tag is missing (`record` is `None`), or its
+/// counter cannot grow by `step` within the largest `BIGINT`.
+#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
+pub(crate) fn no_range(
+    store: &'static str,
+    describe: &str,
+    tag: &str,
+    step: u64,
+    record: Option<TagRecord>,
+) -> StoreError {
+    match record {
+        None => missing_tag(store, describe, tag),
+        Some(record) => counter_overflow(store, tag, &record.max_id.to_string(), step),
+    }
+}
+
+/// The error for a counter that cannot grow by `step` within the largest `BIGINT`.
+#[cfg(any(
+    feature = "sqlite",
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis"
+))]
+pub(crate) fn counter_overflow(
+    store: &'static str,
+    tag: &str,
+    max_id: &str,
+    step: u64,
+) -> StoreError {
+    StoreError::InvalidSegment {
+        store,
+        tag: tag.to_owned(),
+        problem: format!(
+            "the counter {max_id} cannot grow by {step} within the largest BIGINT {}",
+            i64::MAX
+        ),
+    }
+}
+
+/// Checks a step for [`SegmentStore::allocate`].
+#[cfg(any(
+    feature = "sqlite",
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis"
+))]
+pub(crate) fn check_step(store: &'static str, tag: &str, step: u64) -> Result<(), StoreError> {
+    if step == 0 || step > MAX_BASE_STEP * 16 {
+        return Err(StoreError::InvalidSegment {
+            store,
+            tag: tag.to_owned(),
+            problem: format!("step {step} is out of range: 1..={}", MAX_BASE_STEP * 16),
+        });
+    }
+    Ok(())
+}

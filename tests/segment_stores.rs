@@ -1,0 +1,753 @@
+//! Segment mode against real stores: SQLite in a temporary file, MySQL/MariaDB,
+//! PostgreSQL and Redis (URLs from UIDGEN_MYSQL_URL, UIDGEN_POSTGRES_URL and
+//! UIDGEN_REDIS_URL; scripts/test makes them reachable). Each test runs for all four
+//! stores, each on a table, key prefix or file of its own, dropped at the end.
+
+#[path = "support/relay.rs"]
+mod relay;
+#[path = "support/servers.rs"]
+mod servers;
+
+use relay::{via, Relay};
+use servers::{mysql_url, postgres_url, random_suffix, redis_url};
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use uidgen::{
+    GiveBack, MySqlSegmentStore, PostgresSegmentStore, RedisSegmentStore, SegmentError,
+    SegmentGenerator, SegmentStore, SqliteSegmentStore, StoreError, TagRecord, TakeRejectPolicy,
+    UidError,
+};
+
+/// A store behind a trait object, so one test body serves every kind.
+#[derive(Debug, Clone)]
+struct Shared(Arc<dyn SegmentStore>);
+
+impl SegmentStore for Shared {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
+        self.0.allocate(tag, step)
+    }
+    fn create(&self, tag: &str, first: u64, step: u64, text: &str) -> Result<bool, StoreError> {
+        self.0.create(tag, first, step, text)
+    }
+    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        self.0.give_back(tag, from, to)
+    }
+    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
+        self.0.tag(tag)
+    }
+    fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
+        self.0.tags()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Sqlite,
+    MySql,
+    Postgres,
+    Redis,
+}
+
+const KINDS: [Kind; 4] = [Kind::Sqlite, Kind::MySql, Kind::Postgres, Kind::Redis];
+
+impl Kind {
+    fn parse(text: &str) -> Self {
+        KINDS
+            .into_iter()
+            .find(|kind| format!("{kind:?}") == text)
+            .unwrap_or_else(|| panic!("no store kind {text}"))
+    }
+}
+
+/// One store of one kind on a table (key prefix, file) of its own; dropped with it.
+struct Fixture {
+    kind: Kind,
+    /// The table, key prefix, or SQLite file path.
+    name: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    fn new(kind: Kind) -> Self {
+        let suffix = random_suffix();
+        match kind {
+            Kind::Sqlite => {
+                let dir = tempfile::tempdir().expect("a temporary directory");
+                let name = dir.path().join("segments.db").display().to_string();
+                Self {
+                    kind,
+                    name,
+                    _dir: Some(dir),
+                }
+            }
+            Kind::MySql | Kind::Postgres => Self {
+                kind,
+                name: format!("seg_test_{suffix}"),
+                _dir: None,
+            },
+            Kind::Redis => Self {
+                kind,
+                name: format!("uidgen:segtest:{suffix}:"),
+                _dir: None,
+            },
+        }
+    }
+
+    /// A new store object on the fixture's table: like another process's.
+    fn store(&self) -> Shared {
+        store_of(self.kind, &self.name, None, None)
+    }
+}
+
+/// A store of `kind` on `name`, at `url` if given (else the kind's default), with
+/// `timeout` if given.
+fn store_of(kind: Kind, name: &str, url: Option<&str>, timeout: Option<Duration>) -> Shared {
+    let timeout = timeout.unwrap_or(Duration::from_secs(5));
+    Shared(match kind {
+        Kind::Sqlite => Arc::new(SqliteSegmentStore::new(name)),
+        Kind::MySql => Arc::new(
+            MySqlSegmentStore::new(url.unwrap_or(&mysql_url()))
+                .and_then(|s| s.table(name))
+                .expect("the MySQL URL")
+                .timeout(timeout),
+        ),
+        Kind::Postgres => Arc::new(
+            PostgresSegmentStore::new(url.unwrap_or(&postgres_url()))
+                .and_then(|s| s.table(name))
+                .expect("the PostgreSQL URL")
+                .timeout(timeout),
+        ),
+        Kind::Redis => Arc::new(
+            RedisSegmentStore::new(url.unwrap_or(&redis_url()))
+                .and_then(|s| s.prefix(name))
+                .expect("the Redis URL")
+                .timeout(timeout),
+        ),
+    })
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let dropped = match self.kind {
+            Kind::Sqlite => Ok(()),
+            Kind::MySql => MySqlSegmentStore::new(&mysql_url())
+                .and_then(|s| s.table(&self.name))
+                .and_then(|s| s.destroy()),
+            Kind::Postgres => PostgresSegmentStore::new(&postgres_url())
+                .and_then(|s| s.table(&self.name))
+                .and_then(|s| s.destroy()),
+            Kind::Redis => RedisSegmentStore::new(&redis_url())
+                .and_then(|s| s.prefix(&self.name))
+                .and_then(|s| s.destroy()),
+        };
+        if let Err(e) = dropped {
+            eprintln!("could not drop {}: {e}", self.name);
+        }
+    }
+}
+
+/// Runs `body` once per kind of store; a failure names the store.
+fn for_each_store(body: impl Fn(&Fixture)) {
+    for kind in KINDS {
+        let fixture = Fixture::new(kind);
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&fixture)));
+        if let Err(panic) = result {
+            eprintln!("failed on the {kind:?} store");
+            std::panic::resume_unwind(panic);
+        }
+        eprintln!("{kind:?}: ok in {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn ranges_are_taken_in_one_step_and_given_back_only_when_no_one_took_after() {
+    for_each_store(|fixture| {
+        let store = fixture.store();
+        assert!(store.create("order", 1, 1000, "orders").unwrap());
+        assert!(!store.create("order", 500, 7, "again").unwrap(), "exists");
+        let record = store.tag("order").unwrap().unwrap();
+        assert_eq!(
+            (record.max_id, record.step, record.description.as_str()),
+            (1, 1000, "orders"),
+            "an existing tag is left as it is"
+        );
+        // Leaf's semantics: max_id is the first ID not yet handed out.
+        assert_eq!(store.allocate("order", 1000).unwrap(), 1001);
+        assert_eq!(store.allocate("order", 50).unwrap(), 1051);
+        // Give back [1031, 1051): only from the current counter.
+        assert!(!store.give_back("order", 1001, 1000).unwrap(), "stale from");
+        assert!(store.give_back("order", 1051, 1031).unwrap());
+        assert_eq!(store.tag("order").unwrap().unwrap().max_id, 1031);
+        assert!(!store.give_back("order", 1031, 1040).unwrap(), "never up");
+        // A tag with a very large counter: no rounding (Redis' Lua numbers are doubles).
+        let big = (1u64 << 60) + 1;
+        assert!(store.create("big", big, 10, "").unwrap());
+        assert_eq!(store.allocate("big", 3).unwrap(), big + 3);
+        // Listing: ordered by tag.
+        let tags: Vec<String> = store.tags().unwrap().into_iter().map(|r| r.tag).collect();
+        assert_eq!(tags, ["big", "order"]);
+        // A tag that does not exist: named, with how to create it.
+        let err = store.allocate("nope", 10).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(err, StoreError::MissingTag { .. })
+                && message.contains("\"nope\"")
+                && message.contains("uidgen segment create --tag nope"),
+            "{message}"
+        );
+        assert!(store.tag("nope").unwrap().is_none());
+        // Bad input: refused by name, with the limit.
+        for (tag, first, step, words) in [
+            ("", 1, 10, "1 to 128 characters"),
+            ("a\nb", 1, 10, "control"),
+            (&"x".repeat(129)[..], 1, 10, "1 to 128"),
+            ("t", 1, 0, "step 0 is out of range: 1..=2147483647"),
+            ("t", 0, 10, "first ID 0 is out of range"),
+            ("t", i64::MAX as u64, 10, "first ID"),
+        ] {
+            let err = store.create(tag, first, step, "").unwrap_err().to_string();
+            assert!(err.contains(words), "{tag:?} {first} {step}: {err}");
+        }
+        // A counter that would pass the largest BIGINT: an error, not a wrapped range.
+        assert!(store.create("edge", i64::MAX as u64 - 20, 10, "").unwrap());
+        let err = store.allocate("edge", 30).unwrap_err().to_string();
+        assert!(
+            err.contains("edge") && err.contains(&i64::MAX.to_string()),
+            "{err}"
+        );
+        assert_eq!(store.allocate("edge", 10).unwrap(), i64::MAX as u64 - 10);
+    });
+}
+
+#[test]
+fn a_fresh_table_raced_by_eight_threads_gives_distinct_ranges() {
+    for_each_store(|fixture| {
+        let barrier = Arc::new(Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let store = fixture.store();
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    store.create("race", 1, 100, "").unwrap();
+                    (0..50)
+                        .map(|_| store.allocate("race", 100).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut ends: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("a thread panicked"))
+            .collect();
+        ends.sort_unstable();
+        let expected: Vec<u64> = (1..=400).map(|i| 1 + 100 * i).collect();
+        assert_eq!(ends, expected, "every range once, none skipped");
+    });
+}
+
+#[test]
+fn ids_are_dense_and_a_graceful_restart_goes_on_after_the_last() {
+    for_each_store(|fixture| {
+        let generator = SegmentGenerator::builder(fixture.store(), "user")
+            .create_missing(1000)
+            .build()
+            .unwrap();
+        let ids: Vec<u64> = (0..2_500).map(|_| generator.next_uid().unwrap()).collect();
+        assert_eq!(ids, (1..=2_500).collect::<Vec<_>>(), "dense from 1");
+        // Let the prefetch thread fetch ahead, so giving back has ranges to return.
+        std::thread::sleep(Duration::from_millis(300));
+        let last = *ids.last().unwrap();
+        let outcome = generator.shutdown().unwrap();
+        assert!(
+            matches!(outcome, GiveBack::Returned { to, .. } if to == last + 1),
+            "{outcome:?}"
+        );
+        // A new process: its first ID is the last one + 1; and again after a drop.
+        let generator = SegmentGenerator::builder(fixture.store(), "user")
+            .build()
+            .unwrap();
+        assert_eq!(generator.next_uid().unwrap(), last + 1);
+        assert_eq!(generator.next_uid().unwrap(), last + 2);
+        drop(generator);
+        let generator = SegmentGenerator::builder(fixture.store(), "user")
+            .build()
+            .unwrap();
+        assert_eq!(generator.next_uid().unwrap(), last + 3);
+        // Someone takes a range after ours (once ours are fetched): the tail is not
+        // given back (a gap).
+        std::thread::sleep(Duration::from_millis(300));
+        let other = fixture.store();
+        let taken_to = other.allocate("user", 10).unwrap();
+        assert_eq!(generator.shutdown().unwrap(), GiveBack::AllocatedAfter);
+        let generator = SegmentGenerator::builder(fixture.store(), "user")
+            .build()
+            .unwrap();
+        assert_eq!(generator.next_uid().unwrap(), taken_to);
+    });
+}
+
+#[test]
+fn a_missing_tag_fails_the_build_naming_it() {
+    for_each_store(|fixture| {
+        let err = SegmentGenerator::builder(fixture.store(), "ghost")
+            .build()
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(err, SegmentError::Store(StoreError::MissingTag { .. }))
+                && message.contains("\"ghost\"")
+                && message.contains("create_missing"),
+            "{message}"
+        );
+    });
+}
+
+const CHILD_ENV: &str = "UIDGEN_SEGMENT_CHILD";
+
+/// Starts a child process that takes IDs of `tag` on `fixture`'s store with `threads`
+/// threads, `count` each (0: until killed), writing each thread's IDs in order to
+/// `out` as lines `thread id`.
+fn spawn_child(
+    fixture: &Fixture,
+    tag: &str,
+    threads: usize,
+    count: u64,
+    out: &std::path::Path,
+) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process_takes",
+            "--ignored",
+            "--nocapture",
+            "-q",
+        ])
+        .env(
+            CHILD_ENV,
+            format!(
+                "{:?}|{}|{tag}|{threads}|{count}|{}",
+                fixture.kind,
+                fixture.name,
+                out.display()
+            ),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("starting a child process")
+}
+
+/// One child of the tests below: see `spawn_child`.
+#[test]
+#[ignore = "run as a child process by the multi-process segment tests"]
+fn child_process_takes() {
+    let config = std::env::var(CHILD_ENV).expect("run by spawn_child");
+    let parts: Vec<&str> = config.split('|').collect();
+    let [kind, name, tag, threads, count, out] = parts[..] else {
+        panic!("{CHILD_ENV}={config}");
+    };
+    let generator = Arc::new(
+        SegmentGenerator::builder(store_of(Kind::parse(kind), name, None, None), tag)
+            .create_missing(1000)
+            .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))
+            .build()
+            .unwrap(),
+    );
+    let count: u64 = count.parse().unwrap();
+    let threads: Vec<_> = (0..threads.parse::<usize>().unwrap())
+        .map(|t| {
+            let generator = Arc::clone(&generator);
+            let path = format!("{out}.{t}");
+            std::thread::spawn(move || {
+                let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+                let mut made = 0;
+                while count == 0 || made < count {
+                    writeln!(file, "{}", generator.next_uid().unwrap()).unwrap();
+                    made += 1;
+                    if count == 0 && made % 1024 == 0 {
+                        file.flush().unwrap();
+                    }
+                }
+                file.flush().unwrap();
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+}
+
+/// Each thread's IDs from the files a child wrote (`out.0`, `out.1`, ...).
+fn read_threads(out: &std::path::Path, threads: usize) -> Vec<Vec<u64>> {
+    (0..threads)
+        .map(|t| {
+            std::fs::read_to_string(format!("{}.{t}", out.display()))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| line.parse().ok())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn eight_processes_of_four_threads_taking_100k_each_on_one_tag_repeat_nothing() {
+    for_each_store(|fixture| {
+        let dir = tempfile::tempdir().unwrap();
+        // The tag exists before the race, so the children start at once.
+        fixture.store().create("hot", 1, 1000, "").unwrap();
+        let children: Vec<_> = (0..8)
+            .map(|p| {
+                let out = dir.path().join(format!("p{p}"));
+                (spawn_child(fixture, "hot", 4, 100_000, &out), out)
+            })
+            .collect();
+        let mut all = HashSet::new();
+        for (mut child, out) in children {
+            assert!(child.wait().unwrap().success(), "a child failed");
+            for ids in read_threads(&out, 4) {
+                assert_eq!(ids.len(), 100_000);
+                assert!(
+                    ids.windows(2).all(|w| w[0] < w[1]),
+                    "a thread's IDs increase"
+                );
+                for id in ids {
+                    assert!(all.insert(id), "{id} handed out twice");
+                }
+            }
+        }
+        assert_eq!(all.len(), 3_200_000);
+    });
+}
+
+#[test]
+fn a_thousand_tags_in_one_process_share_one_prefetch_thread() {
+    for_each_store(|fixture| {
+        let store = fixture.store();
+        let generators: Vec<SegmentGenerator> = (0..1_000)
+            .map(|i| {
+                SegmentGenerator::builder(store.clone(), &format!("tag-{i}"))
+                    .create_missing(10)
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        for generator in &generators {
+            let ids: Vec<u64> = (0..25).map(|_| generator.next_uid().unwrap()).collect();
+            assert_eq!(ids, (1..=25).collect::<Vec<_>>(), "{}", generator.tag());
+        }
+        // Thread names are cut to 15 bytes in /proc.
+        let prefetchers = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .filter(|comm| uidgen::PREFETCH_THREAD_NAME.starts_with(comm.trim()))
+            .count();
+        assert_eq!(prefetchers, 1, "one prefetch thread for every tag");
+        assert_eq!(store.tags().unwrap().len(), 1_000);
+    });
+}
+
+#[test]
+fn a_killed_process_wastes_at_most_its_fetched_runway() {
+    for_each_store(|fixture| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("killed");
+        fixture.store().create("crash", 1, 1000, "").unwrap();
+        let mut child = spawn_child(fixture, "crash", 1, 0, &out);
+        // Until it has handed out a fair number.
+        let started = Instant::now();
+        while read_threads(&out, 1)[0].len() < 50_000 {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "child too slow"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SIGKILL: no drop, no give-back.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let issued = read_threads(&out, 1).remove(0);
+        let highest = *issued.iter().max().unwrap();
+        let generator = SegmentGenerator::builder(fixture.store(), "crash")
+            .build()
+            .unwrap();
+        let next = generator.next_uid().unwrap();
+        assert!(next > highest, "{next} after {highest}: a repeat");
+        // The documented bound: (prefetch distance + 1) × max step.
+        let bound = (uidgen::DEFAULT_MAX_PREFETCH_DISTANCE + 1) * uidgen::DEFAULT_MAX_STEP;
+        assert!(
+            next - highest <= bound,
+            "gap {} beyond the bound {bound}",
+            next - highest
+        );
+        eprintln!("{:?}: gap after SIGKILL {}", fixture.kind, next - highest);
+    });
+}
+
+#[test]
+fn a_store_that_dies_mid_run_serves_the_runway_then_names_itself_and_recovers() {
+    for kind in [Kind::MySql, Kind::Redis, Kind::Postgres] {
+        let fixture = Fixture::new(kind);
+        fixture.store().create("outage", 1, 1000, "").unwrap();
+        let url = match kind {
+            Kind::MySql => mysql_url(),
+            Kind::Postgres => postgres_url(),
+            _ => redis_url(),
+        };
+        let (_, upstream) = via(&url, "127.0.0.1:1".parse().unwrap());
+        let relay = Relay::to(upstream);
+        let (mut relayed, _) = via(&url, relay.addr);
+        if kind == Kind::MySql {
+            // mysql_async would move a local connection to the Unix socket, past the relay.
+            relayed.push_str(if relayed.contains('?') { "&" } else { "?" });
+            relayed.push_str("prefer_socket=false");
+        }
+        let store = store_of(
+            kind,
+            &fixture.name,
+            Some(&relayed),
+            Some(Duration::from_millis(300)),
+        );
+        let generator = SegmentGenerator::builder(store, "outage")
+            .max_step(1000)
+            .take_reject_policy(TakeRejectPolicy::wait(Duration::from_millis(200)))
+            .build()
+            .unwrap();
+        let mut seen = HashSet::new();
+        let mut last = 0;
+        for _ in 0..5_000 {
+            let id = generator.next_uid().unwrap();
+            assert!(id > last && seen.insert(id));
+            last = id;
+        }
+        // Wait until a range ahead is fetched, then cut the store.
+        let started = Instant::now();
+        while generator.stats().ids_left < 1_000 {
+            assert!(started.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let runway = generator.stats().ids_left;
+        relay.cut();
+        let err = loop {
+            match generator.next_uid() {
+                Ok(id) => {
+                    assert!(id > last && seen.insert(id), "{kind:?}: {id} after {last}");
+                    last = id;
+                }
+                Err(err) => break err,
+            }
+        };
+        let served = seen.len() as u64 - 5_000;
+        assert!(
+            served >= runway,
+            "{kind:?}: served {served} of a runway of {runway} after the cut"
+        );
+        let message = err.to_string();
+        assert!(
+            matches!(err, UidError::SegmentExhausted { .. })
+                && message.contains("outage")
+                && message.contains(&relay.addr.to_string()),
+            "{kind:?}: {message}"
+        );
+        assert!(
+            !message.contains("secret"),
+            "{kind:?}: never a password: {message}"
+        );
+        let stats = generator.stats();
+        assert!(stats.store_error.is_some(), "{stats:?}");
+        // The store comes back: the generator goes on by itself, above every ID before.
+        relay.restore();
+        let back = Instant::now();
+        let id = loop {
+            match generator.next_uid() {
+                Ok(id) => break id,
+                Err(_) => assert!(
+                    back.elapsed() < Duration::from_secs(10),
+                    "{kind:?}: no recovery"
+                ),
+            }
+        };
+        assert!(id > last && seen.insert(id), "{kind:?}: {id} after {last}");
+        assert!(generator.stats().store_error.is_none());
+        eprintln!("{kind:?}: served {served} IDs after the cut, then: {message}");
+    }
+}
+
+#[test]
+fn a_store_rolled_back_below_a_range_in_use_is_refused_loudly() {
+    for_each_store(|fixture| {
+        let store = fixture.store();
+        store.create("rollback", 1, 100, "").unwrap();
+        let generator = SegmentGenerator::builder(fixture.store(), "rollback")
+            .max_step(100)
+            .max_prefetch_distance(1)
+            .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(5)))
+            .build()
+            .unwrap();
+        let first = generator.next_uid().unwrap();
+        // Let the range ahead be fetched, then restore the counter to an old backup.
+        std::thread::sleep(Duration::from_millis(300));
+        let highest = store.tag("rollback").unwrap().unwrap().max_id;
+        assert!(store.give_back("rollback", highest, 1).unwrap());
+        let mut seen = HashSet::from([first]);
+        let err = loop {
+            match generator.next_uid() {
+                Ok(id) => assert!(seen.insert(id), "{id} repeated"),
+                Err(err) => break err,
+            }
+            assert!(seen.len() < 10_000, "never refused");
+        };
+        let message = err.to_string();
+        assert!(
+            message.contains("restored or rolled back") && message.contains("rollback"),
+            "{message}"
+        );
+        assert!(seen.iter().all(|&id| id < highest));
+    });
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_tasks_on_many_threads_get_distinct_increasing_ids() {
+    let fixture = Fixture::new(Kind::Sqlite);
+    let generator = Arc::new(
+        SegmentGenerator::builder(fixture.store(), "async")
+            .create_missing(100)
+            .build()
+            .unwrap(),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let all: Vec<Vec<u64>> = runtime.block_on(async {
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let generator = Arc::clone(&generator);
+                tokio::spawn(async move {
+                    let mut ids = Vec::new();
+                    for i in 0..2_000 {
+                        ids.push(if i % 2 == 0 {
+                            generator.next_uid_async().await.unwrap()
+                        } else {
+                            loop {
+                                match generator.try_next_uid() {
+                                    Ok(id) => break id,
+                                    Err(UidError::WouldBlock { .. }) => {
+                                        tokio::task::yield_now().await
+                                    }
+                                    Err(e) => panic!("{e}"),
+                                }
+                            }
+                        });
+                        if i % 100 == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.push(task.await.unwrap());
+        }
+        all
+    });
+    let mut seen = HashSet::new();
+    for ids in all {
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "a task's IDs increase");
+        for id in ids {
+            assert!(seen.insert(id));
+        }
+    }
+    assert_eq!(seen.len(), 32_000);
+}
+
+#[test]
+fn short_lived_threads_and_several_generators_in_one_thread() {
+    let fixture = Fixture::new(Kind::Sqlite);
+    let a = Arc::new(
+        SegmentGenerator::builder(fixture.store(), "a")
+            .create_missing(10)
+            .build()
+            .unwrap(),
+    );
+    let b = SegmentGenerator::builder(fixture.store(), "b")
+        .create_missing(10)
+        .build()
+        .unwrap();
+    // Two generators in turn on one thread: each dense on its own.
+    let (mut from_a, mut from_b) = (Vec::new(), Vec::new());
+    for _ in 0..1_000 {
+        from_a.push(a.next_uid().unwrap());
+        from_b.push(b.next_uid().unwrap());
+    }
+    assert_eq!(from_a, (1..=1_000).collect::<Vec<_>>());
+    assert_eq!(from_b, (1..=1_000).collect::<Vec<_>>());
+    // 200 threads that take three IDs each and end.
+    let mut seen: HashSet<u64> = from_a.into_iter().collect();
+    for _ in 0..20 {
+        let threads: Vec<_> = (0..10)
+            .map(|_| {
+                let a = Arc::clone(&a);
+                std::thread::spawn(move || [(); 3].map(|()| a.next_uid().unwrap()))
+            })
+            .collect();
+        for thread in threads {
+            for id in thread.join().unwrap() {
+                assert!(seen.insert(id), "{id} twice");
+            }
+        }
+    }
+    assert_eq!(seen.len(), 1_600);
+    assert!(seen.iter().all(|&id| id <= 1_600 + 64), "dense: few gaps");
+}
+
+#[test]
+fn bad_urls_and_settings_are_errors_that_name_the_limit_and_hide_the_password() {
+    let err = MySqlSegmentStore::new("mysql://root:secret123@/test").unwrap_err();
+    assert!(!err.to_string().contains("secret123"), "{err}");
+    let err = PostgresSegmentStore::new("postgres://u:secret123@h/db?password=x").unwrap_err();
+    assert!(!format!("{err} {err:?}").contains("secret123"), "{err}");
+    let err = RedisSegmentStore::new("redis://:secret123@h:99999").unwrap_err();
+    assert!(!format!("{err} {err:?}").contains("secret123"), "{err}");
+    let store = MySqlSegmentStore::new("mysql://root:secret123@127.0.0.1/test").unwrap();
+    assert!(!format!("{store:?}").contains("secret123"));
+    let fixture = Fixture::new(Kind::Sqlite);
+    for (builder, words) in [
+        (
+            SegmentGenerator::builder(fixture.store(), "x").max_step(0),
+            "max_step = 0 is out of range",
+        ),
+        (
+            SegmentGenerator::builder(fixture.store(), "x").max_prefetch_distance(16),
+            "max_prefetch_distance = 16 is out of range: 1..=15",
+        ),
+        (
+            SegmentGenerator::builder(fixture.store(), "x").range_lifetime(Duration::ZERO),
+            "range_lifetime",
+        ),
+        (
+            SegmentGenerator::builder(fixture.store(), "").create_missing(10),
+            "1 to 128 characters",
+        ),
+        (
+            SegmentGenerator::builder(fixture.store(), "x").create_missing(0),
+            "step 0 is out of range",
+        ),
+    ] {
+        let err = builder.build().unwrap_err().to_string();
+        assert!(err.contains(words), "{err}");
+    }
+    let err = SqliteSegmentStore::new(":memory:").tags().unwrap_err();
+    assert!(err.to_string().contains("in-memory"), "{err}");
+}

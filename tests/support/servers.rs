@@ -1,0 +1,29 @@
+//! Where the test servers are (UIDGEN_MYSQL_URL, UIDGEN_POSTGRES_URL, UIDGEN_REDIS_URL,
+//! else the local defaults scripts/test makes reachable), and names no other run uses.
+#![allow(dead_code)]
+
+pub fn mysql_url() -> String {
+    std::env::var("UIDGEN_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+pub fn postgres_url() -> String {
+    std::env::var("UIDGEN_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+pub fn redis_url() -> String {
+    std::env::var("UIDGEN_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// Twelve hex digits from the clock and a random hasher: a table or key prefix of a
+/// test's own.
+pub fn random_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
