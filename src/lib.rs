@@ -104,7 +104,9 @@ pub use snowflake::{
 pub use store::lease::{Acquired, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;
-pub use store::segment::{SegmentStore, TagRecord, MAX_BASE_STEP, MAX_TAG_LEN};
+pub use store::segment::{
+    SegmentStore, TagRecord, MAX_BASE_STEP, MAX_DESCRIPTION_LEN, MAX_TAG_LEN,
+};
 pub use store::{is_credential_key, Cause, StoreError};
 #[cfg(feature = "mysql")]
 pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};

@@ -214,6 +214,12 @@ fn ranges_are_taken_in_one_step_and_given_back_only_when_no_one_took_after() {
             let err = store.create(tag, first, step, "").unwrap_err().to_string();
             assert!(err.contains(words), "{tag:?} {first} {step}: {err}");
         }
+        let err = store.create("t", 1, 10, &"d".repeat(257)).unwrap_err();
+        assert!(
+            err.to_string().contains("257 characters; at most 256"),
+            "{err}"
+        );
+        assert!(store.create("t", 1, 10, &"d".repeat(256)).unwrap());
         // A counter that would pass the largest BIGINT: an error, not a wrapped range.
         assert!(store.create("edge", i64::MAX as u64 - 20, 10, "").unwrap());
         let err = store.allocate("edge", 30).unwrap_err().to_string();
@@ -562,6 +568,14 @@ fn a_store_that_dies_mid_run_serves_the_runway_then_names_itself_and_recovers() 
         );
         let stats = generator.stats();
         assert!(stats.store_error.is_some(), "{stats:?}");
+        // try_next_uid does not say "would block" forever: it names the failing store.
+        match generator.try_next_uid() {
+            Err(err @ UidError::SegmentExhausted { .. }) => assert!(
+                err.to_string().contains(&relay.addr.to_string()),
+                "{kind:?}: {err}"
+            ),
+            other => panic!("{kind:?}: try_next_uid during the outage: {other:?}"),
+        }
         // The store comes back: the generator goes on by itself, above every ID before.
         relay.restore();
         let back = Instant::now();
@@ -750,4 +764,63 @@ fn bad_urls_and_settings_are_errors_that_name_the_limit_and_hide_the_password() 
     }
     let err = SqliteSegmentStore::new(":memory:").tags().unwrap_err();
     assert!(err.to_string().contains("in-memory"), "{err}");
+}
+
+/// A store that panics on every allocation after the first: a bug in a user's store.
+#[derive(Debug)]
+struct PanicsAfterOne(SqliteSegmentStore, std::sync::atomic::AtomicU32);
+
+impl SegmentStore for PanicsAfterOne {
+    fn describe(&self) -> String {
+        "a store that panics".into()
+    }
+    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
+        if self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 1 {
+            panic!("a bug in this store");
+        }
+        self.0.allocate(tag, step)
+    }
+    fn create(&self, tag: &str, first: u64, step: u64, text: &str) -> Result<bool, StoreError> {
+        self.0.create(tag, first, step, text)
+    }
+    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        self.0.give_back(tag, from, to)
+    }
+    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
+        self.0.tag(tag)
+    }
+    fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
+        self.0.tags()
+    }
+}
+
+#[test]
+fn a_store_that_panics_fails_its_own_tag_and_no_other() {
+    let fixture = Fixture::new(Kind::Sqlite);
+    let broken = SegmentGenerator::builder(
+        PanicsAfterOne(SqliteSegmentStore::new(&fixture.name), Default::default()),
+        "broken",
+    )
+    .create_missing(100)
+    .max_step(100)
+    .take_reject_policy(TakeRejectPolicy::wait(Duration::from_millis(300)))
+    .build()
+    .unwrap();
+    let healthy = SegmentGenerator::builder(fixture.store(), "healthy")
+        .create_missing(100)
+        .max_step(100)
+        .build()
+        .unwrap();
+    let err = loop {
+        if let Err(err) = broken.next_uid() {
+            break err;
+        }
+    };
+    assert!(
+        err.to_string().contains("panicked: a bug in this store"),
+        "{err}"
+    );
+    // The prefetch thread lived on: the healthy tag goes through many ranges.
+    let ids: Vec<u64> = (0..5_000).map(|_| healthy.next_uid().unwrap()).collect();
+    assert_eq!(ids, (1..=5_000).collect::<Vec<_>>());
 }

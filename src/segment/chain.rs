@@ -136,13 +136,18 @@ impl Chain {
             // Nothing after it; unless someone moved on meanwhile, the chain is empty.
             return self.head.load(Ordering::Acquire) != number;
         }
+        // Read before the CAS: until `head` moves past this range its slot cannot be
+        // reused, so a CAS that succeeds proves these were the range's own.
+        let meta = &self.slot(number).meta;
+        let size = meta
+            .end
+            .load(Ordering::Relaxed)
+            .saturating_sub(meta.start.load(Ordering::Relaxed));
         if self
             .head
             .compare_exchange(number, number + 1, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            let meta = &self.slot(number).meta;
-            let size = meta.end.load(Ordering::Relaxed) - meta.start.load(Ordering::Relaxed);
             self.retired.fetch_add(size, Ordering::Relaxed);
             moved();
         }
@@ -205,15 +210,21 @@ impl Chain {
 
     /// IDs handed out (or burnt) so far, for the rate estimate.
     pub fn taken(&self) -> u64 {
-        let head = self.head.load(Ordering::Acquire);
-        let retired = self.retired.load(Ordering::Relaxed);
-        if head >= self.published.load(Ordering::Acquire) {
-            return retired;
+        loop {
+            let head = self.head.load(Ordering::Acquire);
+            let retired = self.retired.load(Ordering::Relaxed);
+            let current = if head >= self.published.load(Ordering::Acquire) {
+                0
+            } else {
+                let slot = self.slot(head);
+                let end = slot.meta.end.load(Ordering::Acquire);
+                let start = slot.meta.start.load(Ordering::Relaxed).min(end);
+                slot.cursor.load(Ordering::Relaxed).clamp(start, end) - start
+            };
+            // `head` moved meanwhile: the reads may mix two ranges; read again.
+            if self.head.load(Ordering::Acquire) == head {
+                return retired + current;
+            }
         }
-        let slot = self.slot(head);
-        let end = slot.meta.end.load(Ordering::Acquire);
-        let start = slot.meta.start.load(Ordering::Relaxed);
-        let next = slot.cursor.load(Ordering::Relaxed).clamp(start, end);
-        retired + (next - start)
     }
 }

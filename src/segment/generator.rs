@@ -1,7 +1,7 @@
 //! [`SegmentGenerator`]: one tag's IDs, handed out of ranges fetched ahead.
 
 use super::chain::{Chain, RangeLeft, SLOTS};
-use super::prefetch::{FetchState, Limits, Prefetcher};
+use super::prefetch::{FetchState, Limits, Prefetcher, StoreHealth};
 use crate::error::{ConfigError, UidError};
 use crate::snowflake::reject::pause_blocking;
 use crate::snowflake::{RejectedTake, TakeDecision, TakeRejectPolicy};
@@ -31,9 +31,10 @@ pub enum SegmentError {
     /// The store's counter is below a range this generator already has (restored from a
     /// backup, or rolled back): its ranges would repeat IDs.
     #[error(
-        "tag {tag:?} in {store}: the store gave the range [{start}, {end}), below {last_end} \
-         where an earlier range ended; was the store restored or rolled back? Refusing it: \
-         raise its max_id to at least {last_end}"
+        "tag {tag:?} in {store}: the store gave the range [{start}, {end}), not at or above \
+         {last_end} where an earlier range ended (or past the largest BIGINT); was the store \
+         restored or rolled back? Refusing it: raise its max_id to at least {last_end}, then \
+         build a new generator"
     )]
     RangeRefused {
         /// The tag.
@@ -64,9 +65,8 @@ pub(crate) struct Tag {
     ranges_fetched: AtomicU64,
     /// Set by the generator's drop: fetch nothing more.
     closed: AtomicBool,
-    /// The store's last failure while it is failing; `None` once it answers again.
-    store_error: Mutex<Option<String>>,
-    store_failing: AtomicBool,
+    /// The store's failures and backoff, shared with other tags on it.
+    health: Arc<StoreHealth>,
     /// A refused range: the generator serves what it has, then fails with this.
     refused: Mutex<Option<String>>,
     refused_flag: AtomicBool,
@@ -78,7 +78,7 @@ pub(crate) struct Tag {
 
 impl Tag {
     /// Fetches ranges until the chain holds what the distance asks for (or it is full, or
-    /// the store fails). Runs on the prefetch thread, or on a builder's thread.
+    /// the store fails). Runs on the prefetch thread.
     pub(crate) fn top_up(&self, now: Instant) {
         let mut state = self.fetch.lock().unwrap_or_else(PoisonError::into_inner);
         state.observe(
@@ -93,7 +93,9 @@ impl Tag {
         if self.closed.load(Ordering::Acquire) || self.refused_flag.load(Ordering::Relaxed) {
             return;
         }
-        if state.retry_at.is_some_and(|at| now < at) && !self.is_empty() {
+        // A failing store is asked again only after its backoff (at most 1 s), even
+        // while takers wait: they would otherwise hammer a server that is down.
+        if !self.health.may_try(now) {
             return;
         }
         let wanted = state.wanted_ahead(&self.limits);
@@ -107,7 +109,7 @@ impl Tag {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.chain.ranges().iter().all(|r| r.next >= r.end)
     }
 
@@ -117,13 +119,8 @@ impl Tag {
         self.step.store(step, Ordering::Relaxed);
         match self.store.allocate(&self.name, step) {
             Ok(max_id) => {
-                state.store_answered();
-                if self.store_failing.swap(false, Ordering::Relaxed) {
+                if self.health.answered() {
                     tracing::info!(tag = %self.name, store = %self.store.describe(), "segment store answers again");
-                    *self
-                        .store_error
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = None;
                 }
                 match checked_range(max_id, step, state.last_end) {
                     Ok(start) => {
@@ -152,18 +149,25 @@ impl Tag {
                 }
             }
             Err(err) => {
-                state.store_failed(now);
                 let message = err.to_string();
-                if !self.store_failing.swap(true, Ordering::Relaxed) {
+                if self.health.failed(now, message.clone()) {
                     tracing::warn!(tag = %self.name, "segment store failed; serving fetched ranges: {message}");
                 }
-                *self
-                    .store_error
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(message);
                 Err(())
             }
         }
+    }
+
+    /// A panic in the store (on the prefetch thread) counts as its failure.
+    pub(crate) fn store_panicked(&self, panic: &(dyn std::any::Any + Send)) {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        let message = format!("the store panicked: {what}");
+        tracing::error!(tag = %self.name, "{message}");
+        self.health.failed(Instant::now(), message);
     }
 
     /// Why an empty chain will not be refilled soon, for the error a giving-up take
@@ -179,12 +183,7 @@ impl Tag {
                 return why;
             }
         }
-        if let Some(err) = self
-            .store_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-        {
+        if let Some(err) = self.health.error() {
             return format!("the store {} fails: {err}", self.store.describe());
         }
         format!(
@@ -198,7 +197,9 @@ impl Tag {
 /// bounds, to refuse it.
 fn checked_range(max_id: u64, step: u64, last_end: u64) -> Result<u64, (u64, u64)> {
     match max_id.checked_sub(step) {
-        Some(start) if start >= last_end && start >= 1 => Ok(start),
+        // Above i64::MAX is no SQL BIGINT: a store gave garbage (and a cursor that near
+        // u64::MAX could wrap).
+        Some(start) if start >= last_end && start >= 1 && max_id <= i64::MAX as u64 => Ok(start),
         _ => Err((max_id.saturating_sub(step), max_id)),
     }
 }
@@ -364,8 +365,7 @@ impl SegmentGeneratorBuilder {
             hungry: AtomicU64::new(0),
             ranges_fetched: AtomicU64::new(0),
             closed: AtomicBool::new(false),
-            store_error: Mutex::new(None),
-            store_failing: AtomicBool::new(false),
+            health: prefetcher.health(&describe),
             refused: Mutex::new(None),
             refused_flag: AtomicBool::new(false),
             step: AtomicU64::new(limits.base_step),
@@ -421,12 +421,20 @@ fn store_kind(describe: &str) -> &'static str {
 ///   [`range_lifetime`](SegmentGeneratorBuilder::range_lifetime), within the tag's base
 ///   step and [`max_step`](SegmentGeneratorBuilder::max_step).
 /// - **Unique**: the store moves the counter in one atomic step, so each range belongs
-///   to one generator; a range that does not start above the last one is refused.
+///   to one generator; a range that does not start at or above the end of the last one
+///   is refused, and the generator serves what it has, then fails naming it.
 ///   IDs one thread gets increase; across processes they interleave by range.
 /// - **No waste on a graceful stop**: dropping the generator (or
 ///   [`shutdown`](Self::shutdown)) gives the unused tail back when no one allocated after
 ///   it, so the next process goes on right after the last ID handed out. A crash
-///   wastes at most the fetched runway: `(prefetch distance + 1) × step` IDs.
+///   wastes at most the fetched runway: `(prefetch distance + 1) × step` IDs (plus any
+///   range the store granted in a reply that was lost on the way). Dropping blocks while
+///   a fetch is in flight and for the give-back (each bounded by the store's timeout): in
+///   async code, drop it (or call `shutdown`) in `spawn_blocking`.
+/// - **One prefetch thread for every tag**: a store that hangs delays other tags' fetches
+///   by up to its timeout, once per retry (a failing store is retried after a backoff of
+///   up to 1 s, shared by its tags, and empty tags are served first). Ranges sized to last
+///   `range_lifetime` absorb that; keep store timeouts well below it.
 /// - **Store down**: takes go on from fetched ranges ([`stats`](Self::stats)`.runway`
 ///   says for how long); then the [`TakeRejectPolicy`] decides, and the error names the
 ///   tag, the store and its failure. Fetching resumes by itself when the store answers.
@@ -500,13 +508,15 @@ impl SegmentGenerator {
     }
 
     /// The next ID if one is fetched already; never blocks (and never waits on the
-    /// store). [`UidError::WouldBlock`] otherwise.
+    /// store). Otherwise [`UidError::WouldBlock`] while the next range is on its way, or
+    /// [`UidError::SegmentExhausted`] (naming the store's failure) while the store fails.
     pub fn try_next_uid(&self) -> Result<u64, UidError> {
         if let Some(id) = self.take() {
             return Ok(id);
         }
         self.hungry();
-        if self.tag.refused_flag.load(Ordering::Acquire) {
+        // Nothing will come soon: say why rather than "would block" forever.
+        if self.tag.refused_flag.load(Ordering::Acquire) || self.tag.health.failing() {
             return self.take().ok_or_else(|| self.exhausted(Duration::ZERO));
         }
         Err(UidError::WouldBlock {
@@ -623,13 +633,11 @@ impl SegmentGenerator {
             },
             ids_left,
             rate_per_sec: rate,
-            runway: (rate > 0.0).then(|| Duration::from_secs_f64(ids_left as f64 / rate)),
+            runway: (rate > 0.0)
+                .then(|| Duration::try_from_secs_f64(ids_left as f64 / rate).ok())
+                .flatten(),
             hungry_takes: tag.hungry.load(Ordering::Relaxed),
-            store_error: tag
-                .store_error
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            store_error: tag.health.error(),
         }
     }
 
@@ -747,5 +755,12 @@ mod tests {
         assert_eq!(checked_range(3001, 1000, 1001), Ok(2001));
         assert_eq!(checked_range(1500, 1000, 1001), Err((500, 1500)));
         assert_eq!(checked_range(500, 1000, 0), Err((0, 500)));
+        // Past the largest BIGINT: a store's garbage, refused.
+        let max = i64::MAX as u64;
+        assert_eq!(checked_range(max, 10, 1), Ok(max - 10));
+        assert_eq!(
+            checked_range(u64::MAX, 10, 1),
+            Err((u64::MAX - 10, u64::MAX))
+        );
     }
 }

@@ -5,7 +5,8 @@
 
 use super::Tag;
 use crate::snowflake::doorbell::{Doorbell, Wake};
-use std::sync::atomic::AtomicBool;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,7 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 pub(crate) struct Prefetcher {
     tags: Mutex<Vec<Weak<Tag>>>,
+    stores: Mutex<HashMap<String, Weak<StoreHealth>>>,
     doorbell: Doorbell,
     thread: std::thread::Thread,
 }
@@ -47,6 +49,7 @@ impl Prefetcher {
                 // Leaked on purpose: one per process, alive as long as the process.
                 let prefetcher: &'static Prefetcher = Box::leak(Box::new(Prefetcher {
                     tags: Mutex::new(Vec::new()),
+                    stores: Mutex::new(HashMap::new()),
                     doorbell: Doorbell::default(),
                     thread: thread.thread().clone(),
                 }));
@@ -54,6 +57,18 @@ impl Prefetcher {
                 Ok(prefetcher)
             })
             .clone()
+    }
+
+    /// The health of the store `describe` names, shared with every tag on it.
+    pub(crate) fn health(&self, describe: &str) -> Arc<StoreHealth> {
+        let mut stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner);
+        stores.retain(|_, health| health.strong_count() > 0);
+        if let Some(health) = stores.get(describe).and_then(Weak::upgrade) {
+            return health;
+        }
+        let health = Arc::new(StoreHealth::default());
+        stores.insert(describe.to_owned(), Arc::downgrade(&health));
+        health
     }
 
     pub(crate) fn register(&self, tag: &Arc<Tag>) {
@@ -79,13 +94,22 @@ impl Prefetcher {
             if wake == Wake::Rung {
                 self.doorbell.answer();
             }
-            let live: Vec<Arc<Tag>> = {
+            let mut live: Vec<Arc<Tag>> = {
                 let mut tags = self.tags.lock().unwrap_or_else(PoisonError::into_inner);
                 tags.retain(|t| t.strong_count() > 0);
                 tags.iter().filter_map(Weak::upgrade).collect()
             };
+            // Tags whose takers wait first: a slow store elsewhere should not come before.
+            live.sort_by_key(|tag| !tag.is_empty());
             for tag in live {
-                tag.top_up(Instant::now());
+                // A store of the user's that panics must not end prefetching for every
+                // tag: the panic counts as that store's failure.
+                let topped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    tag.top_up(Instant::now())
+                }));
+                if let Err(panic) = topped {
+                    tag.store_panicked(panic.as_ref());
+                }
             }
         }
     }
@@ -105,9 +129,6 @@ pub(crate) struct FetchState {
     taken_then: u64,
     hungry_seen: u64,
     last_hunger: Instant,
-    /// While the store fails: when to try again, and the pause after that.
-    pub(crate) retry_at: Option<Instant>,
-    backoff: Duration,
 }
 
 /// The bounds a tag's fetching keeps to.
@@ -136,8 +157,6 @@ impl FetchState {
             taken_then: 0,
             hungry_seen: 0,
             last_hunger: now,
-            retry_at: None,
-            backoff: FIRST_BACKOFF,
         }
     }
 
@@ -147,12 +166,16 @@ impl FetchState {
         let elapsed = now.saturating_duration_since(self.sampled_at);
         if elapsed >= SAMPLE_EVERY {
             let instant = taken.saturating_sub(self.taken_then) as f64 / elapsed.as_secs_f64();
-            // Rises at once (a burst must get big ranges now), falls slowly.
+            // Rises at once (a burst must get big ranges now), falls slowly; below one ID
+            // a thousand seconds it is no rate at all.
             self.rate = if instant >= self.rate {
                 instant
             } else {
                 0.75 * self.rate + 0.25 * instant
             };
+            if self.rate < 1e-3 {
+                self.rate = 0.0;
+            }
             self.sampled_at = now;
             self.taken_then = taken;
         }
@@ -188,15 +211,56 @@ impl FetchState {
             0
         }
     }
+}
 
-    pub(crate) fn store_failed(&mut self, now: Instant) {
-        self.retry_at = Some(now + self.backoff);
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+/// How one store is doing, shared by every tag on it (stores are told apart by their
+/// `describe`), so a store that is down costs one timeout per backoff, not one per tag.
+#[derive(Debug, Default)]
+pub(crate) struct StoreHealth {
+    /// When to try again, and the pause after that.
+    retry: Mutex<(Option<Instant>, Duration)>,
+    error: Mutex<Option<String>>,
+    failing: AtomicBool,
+}
+
+impl StoreHealth {
+    /// Whether the store may be asked now (it is not waiting out a backoff).
+    pub(crate) fn may_try(&self, now: Instant) -> bool {
+        let retry = self.retry.lock().unwrap_or_else(PoisonError::into_inner);
+        retry.0.is_none_or(|at| now >= at)
     }
 
-    pub(crate) fn store_answered(&mut self) {
-        self.retry_at = None;
-        self.backoff = FIRST_BACKOFF;
+    /// Records a failure; `true` if the store was answering until now.
+    pub(crate) fn failed(&self, now: Instant, message: String) -> bool {
+        {
+            let mut retry = self.retry.lock().unwrap_or_else(PoisonError::into_inner);
+            let backoff = retry.1.max(FIRST_BACKOFF);
+            *retry = (Some(now + backoff), (backoff * 2).min(MAX_BACKOFF));
+        }
+        *self.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(message);
+        !self.failing.swap(true, Ordering::Relaxed)
+    }
+
+    /// Records an answer; `true` if the store was failing until now.
+    pub(crate) fn answered(&self) -> bool {
+        if !self.failing.swap(false, Ordering::Relaxed) {
+            return false;
+        }
+        *self.retry.lock().unwrap_or_else(PoisonError::into_inner) = (None, FIRST_BACKOFF);
+        *self.error.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        true
+    }
+
+    pub(crate) fn failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
+    }
+
+    /// The last failure while the store is failing.
+    pub(crate) fn error(&self) -> Option<String> {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -231,6 +295,11 @@ mod tests {
             state.observe(&limits, 10_005_000, 0, start + Duration::from_secs(s));
         }
         assert_eq!(state.next_step(&limits), 1000);
+        // Decayed to nothing, not to a tiny rate (a runway of 10^20 s would overflow).
+        for s in 60..200 {
+            state.observe(&limits, 10_005_000, 0, start + Duration::from_secs(s));
+        }
+        assert_eq!(state.rate, 0.0);
     }
 
     #[test]

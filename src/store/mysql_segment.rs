@@ -1,5 +1,6 @@
 //! Segment counters on MySQL or MariaDB, in Meituan Leaf's `leaf_alloc` table.
 
+use super::mysql::ER_DUP_ENTRY;
 use super::mysql_lease::MySqlLeaseStore;
 use super::segment::{check_create, check_step, check_tag, no_range, SegmentStore, TagRecord};
 use super::StoreError;
@@ -20,6 +21,10 @@ pub const MYSQL_SEGMENT_SCHEMA: &str = include_str!("../../schema/leaf_alloc.mys
 /// LAST_INSERT_ID(max_id + step) WHERE biz_tag = ?`, and the new value comes back in that
 /// statement's own reply (not from a later read, which another session could have moved
 /// on meanwhile), so no two processes ever get the same range.
+///
+/// Tags compare as the table's collation says: Leaf's DDL takes the server's default,
+/// which is case-insensitive, so `Order` and `order` are one tag here (and two on the
+/// other stores).
 ///
 /// Every network step is bounded by [`timeout`](Self::timeout). One connection is opened
 /// on first use and kept; clones share it. `Debug` and errors never show the password.
@@ -149,20 +154,27 @@ impl SegmentStore for MySqlSegmentStore {
         step: u64,
         description: &str,
     ) -> Result<bool, StoreError> {
-        check_create(STORE, tag, first_id, step)?;
+        check_create(STORE, tag, first_id, step, description)?;
         let insert = format!(
-            "INSERT IGNORE INTO {} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)",
+            "INSERT INTO {} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)",
             self.server.table_name()
         );
+        let step_name = "creating a tag";
         self.server.run(async |conn| {
-            self.server
-                .server()
-                .bounded(
-                    "creating a tag",
-                    conn.exec_drop(insert, (tag, first_id, step, description)),
-                )
-                .await?;
-            Ok(conn.affected_rows() == 1)
+            let server = self.server.server();
+            // A plain INSERT, not INSERT IGNORE (which would turn any error, such as a
+            // description too long, into a warning); a duplicate key means it exists.
+            match tokio::time::timeout(
+                server.timeout(),
+                conn.exec_drop(insert, (tag, first_id, step, description)),
+            )
+            .await
+            {
+                Ok(Ok(())) => Ok(true),
+                Ok(Err(mysql_async::Error::Server(e))) if e.code == ER_DUP_ENTRY => Ok(false),
+                Ok(Err(e)) => Err(server.explain(e, step_name)),
+                Err(_) => Err(server.timed_out(step_name)),
+            }
         })
     }
 

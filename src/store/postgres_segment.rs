@@ -138,7 +138,7 @@ impl SegmentStore for PostgresSegmentStore {
         step: u64,
         description: &str,
     ) -> Result<bool, StoreError> {
-        check_create(STORE, tag, first_id, step)?;
+        check_create(STORE, tag, first_id, step, description)?;
         let insert = format!(
             "INSERT INTO {} (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4)
              ON CONFLICT (biz_tag) DO NOTHING",

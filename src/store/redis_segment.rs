@@ -17,7 +17,10 @@ const ALLOCATE: &str = "
 if redis.call('HEXISTS', KEYS[1], 'max_id') == 0 then return {'missing'} end
 local moved = redis.pcall('HINCRBY', KEYS[1], 'max_id', ARGV[1])
 if type(moved) == 'table' and moved.err then
-  return {'overflow', redis.call('HGET', KEYS[1], 'max_id')}
+  if string.find(moved.err, 'overflow') then
+    return {'overflow', redis.call('HGET', KEYS[1], 'max_id')}
+  end
+  return {'error', moved.err}
 end
 redis.call('HSET', KEYS[1], 'update_time', num(now))
 return {'ok', redis.call('HGET', KEYS[1], 'max_id')}
@@ -43,8 +46,9 @@ return 1
 /// is atomic, and a tag that does not exist is an error, never a new counter at 0.
 ///
 /// Redis keeps the counters in memory: run it with `appendonly yes` and `appendfsync
-/// always`, or a restart can bring back an older counter and ranges already handed out.
-/// A generator refuses a range below one it has seen, but a new process cannot know.
+/// always`, or a restart can bring back an older counter and ranges already handed out;
+/// a failover to a replica that is behind does the same. A generator refuses a range
+/// below one it has seen, but a new process cannot know.
 ///
 /// ```no_run
 /// use uidgen::{RedisSegmentStore, SegmentGenerator};
@@ -219,7 +223,7 @@ impl SegmentStore for RedisSegmentStore {
         step: u64,
         description: &str,
     ) -> Result<bool, StoreError> {
-        check_create(STORE, tag, first_id, step)?;
+        check_create(STORE, tag, first_id, step, description)?;
         let key = self.key(tag);
         let created: i64 = self.server.run("creating a tag", |conn| {
             self.scripts[1]

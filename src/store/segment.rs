@@ -108,6 +108,9 @@ forward_segment_store!(Box, Arc);
 /// The longest tag: Leaf's `biz_tag` is `varchar(128)`.
 pub const MAX_TAG_LEN: usize = 128;
 
+/// The longest description: Leaf's column is `varchar(256)`.
+pub const MAX_DESCRIPTION_LEN: usize = 256;
+
 /// The largest step one allocation may take, and the largest base step a tag may have
 /// (Leaf's `step` column is a 32-bit `int`).
 pub const MAX_BASE_STEP: u64 = i32::MAX as u64;
@@ -140,9 +143,15 @@ pub(crate) fn check_create(
     tag: &str,
     first_id: u64,
     step: u64,
+    description: &str,
 ) -> Result<(), StoreError> {
     check_tag(store, tag)?;
-    let problem = if step == 0 || step > MAX_BASE_STEP {
+    let problem = if description.chars().count() > MAX_DESCRIPTION_LEN {
+        format!(
+            "the description has {} characters; at most {MAX_DESCRIPTION_LEN}",
+            description.chars().count()
+        )
+    } else if step == 0 || step > MAX_BASE_STEP {
         format!("step {step} is out of range: 1..={MAX_BASE_STEP}")
     } else if first_id == 0 || first_id > i64::MAX as u64 - step {
         format!(

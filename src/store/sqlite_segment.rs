@@ -118,7 +118,7 @@ impl SegmentStore for SqliteSegmentStore {
         step: u64,
         description: &str,
     ) -> Result<bool, StoreError> {
-        check_create(STORE, tag, first_id, step)?;
+        check_create(STORE, tag, first_id, step, description)?;
         let sql = format!(
             "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
              VALUES (?1, ?2, ?3, ?4, {NOW_MS}) ON CONFLICT (biz_tag) DO NOTHING"
