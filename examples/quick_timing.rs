@@ -1,6 +1,7 @@
-//! A rough timing of `CachedUidGenerator` on 1, 2 and 4 threads, with `fetch_add` on one
-//! shared counter as the baseline measured in the same run. The criterion benches are
-//! the real measurement. Run: `cargo run --release --example quick_timing`.
+//! A rough timing of `CachedUidGenerator` (and, with `--features sqlite`, of a
+//! `SegmentGenerator` on a temporary SQLite file) on 1, 2 and 4 threads, with `fetch_add`
+//! on one shared counter as the baseline measured in the same run. The criterion benches
+//! are the real measurement. Run: `cargo run --release --all-features --example quick_timing`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -40,7 +41,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .thread_batch(32)
         .build()?;
     let counter = AtomicU64::new(0);
-    println!("threads  next_uid M/s  thread_batch(32) M/s  next_uids(1024) M/s  fetch_add M/s");
+    #[cfg(feature = "sqlite")]
+    let (segment, _dir) = {
+        let dir = tempfile::tempdir()?;
+        let store = uidgen::SqliteSegmentStore::new(dir.path().join("segments.db"));
+        let segment = uidgen::SegmentGenerator::builder(store, "quick_timing")
+            .create_missing(1000)
+            .max_step(1 << 24)
+            .build()?;
+        (segment, dir)
+    };
+    println!("threads  next_uid M/s  thread_batch(32) M/s  next_uids(1024) M/s  segment M/s  fetch_add M/s");
     for threads in [1, 2, 4] {
         let single = rate(threads, || {
             for _ in 0..PER_THREAD {
@@ -59,13 +70,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 got += generator.next_uids(&mut batch).unwrap() as u64;
             }
         });
+        #[cfg(feature = "sqlite")]
+        let segmented = rate(threads, || {
+            for _ in 0..PER_THREAD {
+                std::hint::black_box(segment.next_uid().unwrap());
+            }
+        });
+        #[cfg(not(feature = "sqlite"))]
+        let segmented = f64::NAN;
         let baseline = rate(threads, || {
             for _ in 0..PER_THREAD {
                 std::hint::black_box(counter.fetch_add(1, Ordering::Relaxed));
             }
         });
         println!(
-            "{threads:>7}  {single:>12.1}  {per_thread:>20.1}  {batched:>19.1}  {baseline:>13.1}"
+            "{threads:>7}  {single:>12.1}  {per_thread:>20.1}  {batched:>19.1}  {segmented:>11.1}  {baseline:>13.1}"
         );
     }
     println!("{:?}", generator.stats());

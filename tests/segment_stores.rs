@@ -151,6 +151,12 @@ impl Drop for Fixture {
     }
 }
 
+/// The take policy of tests about what IDs come, not how fast: every test in this file
+/// shares one prefetch thread, and some keep it busy (1,000 tags, stores cut).
+fn patient() -> TakeRejectPolicy {
+    TakeRejectPolicy::wait(Duration::from_secs(30))
+}
+
 /// Runs `body` once per kind of store; a failure names the store.
 fn for_each_store(body: impl Fn(&Fixture)) {
     for kind in KINDS {
@@ -261,8 +267,11 @@ fn a_fresh_table_raced_by_eight_threads_gives_distinct_ranges() {
 #[test]
 fn ids_are_dense_and_a_graceful_restart_goes_on_after_the_last() {
     for_each_store(|fixture| {
+        // Patient: this test is about density, and every test here shares the one
+        // prefetch thread (the 1,000-tag test keeps it busy).
         let generator = SegmentGenerator::builder(fixture.store(), "user")
             .create_missing(1000)
+            .take_reject_policy(patient())
             .build()
             .unwrap();
         let ids: Vec<u64> = (0..2_500).map(|_| generator.next_uid().unwrap()).collect();
@@ -441,6 +450,7 @@ fn a_thousand_tags_in_one_process_share_one_prefetch_thread() {
             .map(|i| {
                 SegmentGenerator::builder(store.clone(), &format!("tag-{i}"))
                     .create_missing(10)
+                    .take_reject_policy(patient())
                     .build()
                     .unwrap()
             })
@@ -634,6 +644,7 @@ fn async_tasks_on_many_threads_get_distinct_increasing_ids() {
     let generator = Arc::new(
         SegmentGenerator::builder(fixture.store(), "async")
             .create_missing(100)
+            .take_reject_policy(patient())
             .build()
             .unwrap(),
     );
@@ -692,11 +703,13 @@ fn short_lived_threads_and_several_generators_in_one_thread() {
     let a = Arc::new(
         SegmentGenerator::builder(fixture.store(), "a")
             .create_missing(10)
+            .take_reject_policy(patient())
             .build()
             .unwrap(),
     );
     let b = SegmentGenerator::builder(fixture.store(), "b")
         .create_missing(10)
+        .take_reject_policy(patient())
         .build()
         .unwrap();
     // Two generators in turn on one thread: each dense on its own.
@@ -809,6 +822,7 @@ fn a_store_that_panics_fails_its_own_tag_and_no_other() {
     let healthy = SegmentGenerator::builder(fixture.store(), "healthy")
         .create_missing(100)
         .max_step(100)
+        .take_reject_policy(patient())
         .build()
         .unwrap();
     let err = loop {

@@ -10,15 +10,15 @@
 //!
 //! Orderings (each has a mutant in `scripts/loom-mutants`):
 //! - `publish` writes `number`, `start` and `cursor`, then `end` (Release), then
-//!   `published` (Release). A taker loads `head` (Acquire), `end` (Acquire), takes with
-//!   a `fetch_add` (Relaxed), then loads `number` (Relaxed).
+//!   `published` (Release). A taker loads `head` (Acquire), `end` (Acquire) and `number`
+//!   (Relaxed), then, if `number` is its range's, takes with a `fetch_add` (Relaxed).
 //! - A taker that reads range `k` from `head` sees its slot written (the mover of
 //!   `head` saw `published`; `head` moves by AcqRel CAS), so the cursor it adds to is
-//!   range `k`'s or a later range's (coherence). A later range's IDs are all above an
-//!   earlier range's end, so an ID below the `end` read is from the range whose `end`
-//!   was read or an earlier one; and `number`, read after that `end` (Acquire), is that
-//!   range's number or a later one's. So `number == k` and `id < end` mean the ID is
-//!   range `k`'s.
+//!   range `k`'s or a later range's (coherence), and so is the `end` it reads. `number`,
+//!   read after that `end` (Acquire), is that range's number or a later one's, so
+//!   `number == k` means the `end` read is range `k`'s. The cursor the add reads is then
+//!   range `k`'s or a later one's, and a later range's IDs are all at or above range
+//!   `k`'s end: `id < end` means the ID is range `k`'s.
 
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
@@ -64,7 +64,8 @@ pub struct Chain {
     published: CachePadded<AtomicU64>,
     /// IDs in ranges `head` has moved past (for the rate estimate).
     retired: CachePadded<AtomicU64>,
-    slots: Box<[Slot]>,
+    /// Inline, not boxed: a take then follows no pointer and checks no length.
+    slots: [Slot; SLOTS as usize],
 }
 
 impl std::fmt::Debug for Chain {
@@ -85,17 +86,15 @@ impl Default for Chain {
 impl Chain {
     /// An empty chain: takes find nothing until the first publish.
     pub fn new() -> Self {
-        let slots = (0..SLOTS)
-            .map(|_| Slot {
-                meta: CachePadded::new(Meta {
-                    // No range has this number, so an unused slot never matches.
-                    number: AtomicU64::new(u64::MAX),
-                    start: AtomicU64::new(0),
-                    end: AtomicU64::new(0),
-                }),
-                cursor: CachePadded::new(AtomicU64::new(0)),
-            })
-            .collect();
+        let slots = std::array::from_fn(|_| Slot {
+            meta: CachePadded::new(Meta {
+                // No range has this number, so an unused slot never matches.
+                number: AtomicU64::new(u64::MAX),
+                start: AtomicU64::new(0),
+                end: AtomicU64::new(0),
+            }),
+            cursor: CachePadded::new(AtomicU64::new(0)),
+        });
         Self {
             head: CachePadded::new(AtomicU64::new(0)),
             published: CachePadded::new(AtomicU64::new(0)),
@@ -104,7 +103,7 @@ impl Chain {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, number: u64) -> &Slot {
         // SLOTS is a power of two.
         &self.slots[(number & (SLOTS - 1)) as usize]
@@ -112,15 +111,19 @@ impl Chain {
 
     /// The next ID, or `None` when every published range is used up. `moved` runs on
     /// the thread that moves `head` to the next range (to ask for more ranges).
-    #[inline]
+    #[inline(always)]
     pub fn take(&self, moved: impl Fn()) -> Option<u64> {
         loop {
             let number = self.head.load(Ordering::Acquire);
             let slot = self.slot(number);
+            // Both loads before the add, from one line: nothing waits on the add but a
+            // compare, and a taker that sees its slot reused adds nothing.
             let end = slot.meta.end.load(Ordering::Acquire);
-            let id = slot.cursor.fetch_add(1, Ordering::Relaxed);
-            if id < end && slot.meta.number.load(Ordering::Relaxed) == number {
-                return Some(id);
+            if slot.meta.number.load(Ordering::Relaxed) == number {
+                let id = slot.cursor.fetch_add(1, Ordering::Relaxed);
+                if id < end {
+                    return Some(id);
+                }
             }
             if !self.advance(number, &moved) {
                 return None;

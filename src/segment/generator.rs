@@ -79,7 +79,7 @@ pub(crate) struct Tag {
 impl Tag {
     /// Fetches ranges until the chain holds what the distance asks for (or it is full, or
     /// the store fails). Runs on the prefetch thread.
-    pub(crate) fn top_up(&self, now: Instant) {
+    pub(crate) fn top_up(&self, now: Instant, urgent: &AtomicBool) {
         let mut state = self.fetch.lock().unwrap_or_else(PoisonError::into_inner);
         state.observe(
             &self.limits,
@@ -98,12 +98,25 @@ impl Tag {
         if !self.health.may_try(now) {
             return;
         }
-        let wanted = state.wanted_ahead(&self.limits);
-        while self.chain.has_room() && (self.chain.ranges_ahead() < wanted || self.is_empty()) {
+        while self.chain.has_room()
+            && (self.chain.ranges_ahead() < state.wanted_ahead(&self.limits) || self.is_empty())
+        {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
+            // Takers may drain each range as it comes: learn the rate and hunger before
+            // every fetch, not once a round, or a burst is served in base steps.
+            state.observe(
+                &self.limits,
+                self.chain.taken(),
+                self.hungry.load(Ordering::Relaxed),
+                Instant::now(),
+            );
             if let Err(()) = self.fetch_one(&mut state, now) {
+                return;
+            }
+            // Another tag ran empty: it comes before this one's further ranges ahead.
+            if urgent.load(Ordering::Relaxed) && !self.is_empty() {
                 return;
             }
         }
@@ -490,7 +503,7 @@ impl SegmentGenerator {
         &self.tag.name
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&self) -> Option<u64> {
         let prefetcher = self.prefetcher;
         self.tag.chain.take(|| prefetcher.ring())
@@ -572,7 +585,7 @@ impl SegmentGenerator {
 
     fn hungry(&self) {
         self.tag.hungry.fetch_add(1, Ordering::Relaxed);
-        self.prefetcher.ring();
+        self.prefetcher.hungry();
     }
 
     #[cold]

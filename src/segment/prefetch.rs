@@ -19,6 +19,8 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 pub(crate) struct Prefetcher {
     tags: Mutex<Vec<Weak<Tag>>>,
+    /// A taker found its tag empty since the round's order was set.
+    urgent: AtomicBool,
     stores: Mutex<HashMap<String, Weak<StoreHealth>>>,
     doorbell: Doorbell,
     thread: std::thread::Thread,
@@ -49,6 +51,7 @@ impl Prefetcher {
                 // Leaked on purpose: one per process, alive as long as the process.
                 let prefetcher: &'static Prefetcher = Box::leak(Box::new(Prefetcher {
                     tags: Mutex::new(Vec::new()),
+                    urgent: AtomicBool::new(false),
                     stores: Mutex::new(HashMap::new()),
                     doorbell: Doorbell::default(),
                     thread: thread.thread().clone(),
@@ -85,6 +88,15 @@ impl Prefetcher {
         self.doorbell.ring(&self.thread);
     }
 
+    /// A taker found its tag empty: a round now, with empty tags served before the rest
+    /// of it.
+    pub(crate) fn hungry(&self) {
+        if !self.urgent.load(Ordering::Relaxed) {
+            self.urgent.store(true, Ordering::Relaxed);
+        }
+        self.ring();
+    }
+
     fn run(&self) {
         let never = AtomicBool::new(false);
         loop {
@@ -99,16 +111,22 @@ impl Prefetcher {
                 tags.retain(|t| t.strong_count() > 0);
                 tags.iter().filter_map(Weak::upgrade).collect()
             };
-            // Tags whose takers wait first: a slow store elsewhere should not come before.
-            live.sort_by_key(|tag| !tag.is_empty());
-            for tag in live {
+            // Tags whose takers wait first (popped from the end): a slow store elsewhere
+            // should not come before them, and a tag that runs empty during the round
+            // moves up.
+            live.sort_by_key(|tag| tag.is_empty());
+            self.urgent.store(false, Ordering::Relaxed);
+            while let Some(tag) = live.pop() {
                 // A store of the user's that panics must not end prefetching for every
                 // tag: the panic counts as that store's failure.
                 let topped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tag.top_up(Instant::now())
+                    tag.top_up(Instant::now(), &self.urgent)
                 }));
                 if let Err(panic) = topped {
                     tag.store_panicked(panic.as_ref());
+                }
+                if self.urgent.swap(false, Ordering::Relaxed) {
+                    live.sort_by_key(|tag| tag.is_empty());
                 }
             }
         }
@@ -129,6 +147,8 @@ pub(crate) struct FetchState {
     taken_then: u64,
     hungry_seen: u64,
     last_hunger: Instant,
+    /// Takers went hungry since the last range: the next step at least doubles.
+    grow: bool,
 }
 
 /// The bounds a tag's fetching keeps to.
@@ -144,7 +164,7 @@ pub(crate) struct Limits {
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// Rates are sampled at most this often, so a burst of rings does not make noise.
-const SAMPLE_EVERY: Duration = Duration::from_millis(50);
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
 impl FetchState {
     pub(crate) fn new(last_end: u64, limits: &Limits, now: Instant) -> Self {
@@ -157,6 +177,7 @@ impl FetchState {
             taken_then: 0,
             hungry_seen: 0,
             last_hunger: now,
+            grow: false,
         }
     }
 
@@ -182,6 +203,7 @@ impl FetchState {
         if hungry > self.hungry_seen {
             self.hungry_seen = hungry;
             self.last_hunger = now;
+            self.grow = true;
             self.distance = (self.distance * 2).min(limits.max_distance);
         } else if now.saturating_duration_since(self.last_hunger) > 2 * limits.range_lifetime
             && self.distance > 1
@@ -192,14 +214,23 @@ impl FetchState {
     }
 
     /// The step for the next range: enough for about `range_lifetime` at the recent rate,
-    /// within `[base_step, max_step]`.
+    /// and at least twice the last one if takers went hungry since (a burst outruns the
+    /// rate's first sample), within `[base_step, max_step]`.
     pub(crate) fn next_step(&mut self, limits: &Limits) -> u64 {
         let wanted = (self.rate * limits.range_lifetime.as_secs_f64()).ceil();
-        self.step = if wanted.is_finite() && wanted > 0.0 {
-            (wanted.min(limits.max_step as f64) as u64).clamp(limits.base_step, limits.max_step)
+        let by_rate = if wanted.is_finite() && wanted > 0.0 {
+            wanted.min(limits.max_step as f64) as u64
         } else {
-            limits.base_step
+            0
         };
+        let by_hunger = if std::mem::take(&mut self.grow) {
+            self.step.saturating_mul(2)
+        } else {
+            0
+        };
+        self.step = by_rate
+            .max(by_hunger)
+            .clamp(limits.base_step, limits.max_step);
         self.step
     }
 
@@ -300,6 +331,23 @@ mod tests {
             state.observe(&limits, 10_005_000, 0, start + Duration::from_secs(s));
         }
         assert_eq!(state.rate, 0.0);
+    }
+
+    #[test]
+    fn hunger_doubles_the_step_until_the_rate_is_known() {
+        let limits = limits();
+        let start = Instant::now();
+        let mut state = FetchState::new(1, &limits, start);
+        let mut steps = Vec::new();
+        for hungry in 1..=12 {
+            state.observe(&limits, 0, hungry, start);
+            steps.push(state.next_step(&limits));
+        }
+        assert_eq!(steps[..4], [2000, 4000, 8000, 16000]);
+        assert_eq!(*steps.last().unwrap(), 1_000_000, "bounded by max_step");
+        // No new hunger: back to what the rate (none here) asks for.
+        state.observe(&limits, 0, 12, start);
+        assert_eq!(state.next_step(&limits), 1000);
     }
 
     #[test]
