@@ -663,10 +663,15 @@ fn async_tasks_on_many_threads_get_distinct_increasing_ids() {
                         ids.push(if i % 2 == 0 {
                             generator.next_uid_async().await.unwrap()
                         } else {
+                            let asked = Instant::now();
                             loop {
                                 match generator.try_next_uid() {
                                     Ok(id) => break id,
                                     Err(UidError::WouldBlock { .. }) => {
+                                        assert!(
+                                            asked.elapsed() < Duration::from_secs(30),
+                                            "no range for 30 s: is the prefetch thread alive?"
+                                        );
                                         tokio::task::yield_now().await
                                     }
                                     Err(e) => panic!("{e}"),

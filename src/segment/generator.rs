@@ -78,9 +78,15 @@ pub(crate) struct Tag {
 
 impl Tag {
     /// Fetches ranges until the chain holds what the distance asks for (or it is full, or
-    /// the store fails). Runs on the prefetch thread.
-    pub(crate) fn top_up(&self, now: Instant, urgent: &AtomicBool) {
+    /// the store fails). Runs on the prefetch thread; returns when to look at this tag
+    /// again unasked.
+    pub(crate) fn top_up(&self, now: Instant, urgent: &AtomicBool) -> Duration {
         let mut state = self.fetch.lock().unwrap_or_else(PoisonError::into_inner);
+        self.fill(&mut state, now, urgent);
+        state.look_again_in()
+    }
+
+    fn fill(&self, state: &mut FetchState, now: Instant, urgent: &AtomicBool) {
         state.observe(
             &self.limits,
             self.chain.taken(),
@@ -112,7 +118,7 @@ impl Tag {
                 self.hungry.load(Ordering::Relaxed),
                 Instant::now(),
             );
-            if let Err(()) = self.fetch_one(&mut state, now) {
+            if let Err(()) = self.fetch_one(state, now) {
                 return;
             }
             // Another tag ran empty: it comes before this one's further ranges ahead.
@@ -304,7 +310,8 @@ impl SegmentGeneratorBuilder {
     }
 
     /// The most ranges kept ahead of the current one (default 4, at most 15). The
-    /// prefetch thread keeps one ahead, doubling when takers find none.
+    /// prefetch thread keeps two ahead (or this many if fewer), doubling when takers
+    /// find none.
     pub fn max_prefetch_distance(mut self, distance: u64) -> Self {
         self.max_distance = distance;
         self
@@ -428,7 +435,7 @@ fn store_kind(describe: &str) -> &'static str {
 ///
 /// - **The hot path** is one atomic `fetch_add` on the current range: no lock, no I/O.
 /// - **Ranges ahead** are fetched by one thread per process (shared by every tag) before
-///   the current one runs out: one range ahead, doubled when takers find none (up to
+///   the current one runs out: two ranges ahead, doubled when takers find none (up to
 ///   [`max_prefetch_distance`](SegmentGeneratorBuilder::max_prefetch_distance)), halved
 ///   after a quiet while. The step follows the rate, so a range lasts about
 ///   [`range_lifetime`](SegmentGeneratorBuilder::range_lifetime), within the tag's base
@@ -505,8 +512,15 @@ impl SegmentGenerator {
 
     #[inline(always)]
     fn take(&self) -> Option<u64> {
-        let prefetcher = self.prefetcher;
-        self.tag.chain.take(|| prefetcher.ring())
+        let (prefetcher, chain) = (self.prefetcher, &self.tag.chain);
+        // Moved to the last range fetched: ask for more now. Otherwise the prefetch
+        // thread's own timer (half a range's time) comes in time, and this call makes no
+        // system call.
+        chain.take(|| {
+            if chain.ranges_ahead() == 0 {
+                prefetcher.ring()
+            }
+        })
     }
 
     /// The next ID. When every fetched range is used up, waits as the take policy

@@ -1,6 +1,6 @@
 //! The one thread per process that fetches ranges ahead for every segment generator, and
 //! the rules for how much to fetch: the step (so a range lasts about `range_lifetime` at
-//! the recent rate) and the distance (ranges kept ahead: doubled when takers go hungry,
+//! the recent rate) and the distance (ranges kept ahead, two at first: doubled when takers go hungry,
 //! halved after a quiet while).
 
 use super::Tag;
@@ -44,7 +44,16 @@ impl Prefetcher {
                     .name(PREFETCH_THREAD_NAME.into())
                     .spawn(move || {
                         if let Ok(prefetcher) = receiver.recv() {
-                            prefetcher.run();
+                            // Every tag of the process depends on this thread: whatever
+                            // panics in a round, the next round goes on.
+                            loop {
+                                let round = std::panic::catch_unwind(|| prefetcher.run());
+                                if round.is_err() {
+                                    tracing::error!(
+                                        "the segment prefetch thread panicked; going on"
+                                    );
+                                }
+                            }
                         }
                     })
                     .map_err(Arc::new)?;
@@ -99,10 +108,12 @@ impl Prefetcher {
 
     fn run(&self) {
         let never = AtomicBool::new(false);
+        let mut look_again = LOOK_EVERY;
         loop {
             let wake = self
                 .doorbell
-                .wait(&never, Some(Instant::now() + LOOK_EVERY));
+                .wait(&never, Some(Instant::now() + look_again));
+            look_again = LOOK_EVERY;
             if wake == Wake::Rung {
                 self.doorbell.answer();
             }
@@ -114,7 +125,9 @@ impl Prefetcher {
             // Tags whose takers wait first (popped from the end): a slow store elsewhere
             // should not come before them, and a tag that runs empty during the round
             // moves up.
-            live.sort_by_key(|tag| tag.is_empty());
+            // Keys read once: a tag's emptiness changes while takers take, and a sort
+            // whose order changes under it may panic.
+            live.sort_by_cached_key(|tag| tag.is_empty());
             self.urgent.store(false, Ordering::Relaxed);
             while let Some(tag) = live.pop() {
                 // A store of the user's that panics must not end prefetching for every
@@ -122,11 +135,12 @@ impl Prefetcher {
                 let topped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     tag.top_up(Instant::now(), &self.urgent)
                 }));
-                if let Err(panic) = topped {
-                    tag.store_panicked(panic.as_ref());
+                match topped {
+                    Ok(again) => look_again = look_again.min(again),
+                    Err(panic) => tag.store_panicked(panic.as_ref()),
                 }
                 if self.urgent.swap(false, Ordering::Relaxed) {
-                    live.sort_by_key(|tag| tag.is_empty());
+                    live.sort_by_cached_key(|tag| tag.is_empty());
                 }
             }
         }
@@ -165,13 +179,17 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// Rates are sampled at most this often, so a burst of rings does not make noise.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+/// Ranges kept ahead at the least (unless `max_prefetch_distance` is lower): with two, a
+/// taker that moves to the next range still leaves one ahead, so it need not wake the
+/// prefetch thread (a system call on its own call); the thread's own timer comes first.
+const MIN_DISTANCE: u64 = 2;
 
 impl FetchState {
     pub(crate) fn new(last_end: u64, limits: &Limits, now: Instant) -> Self {
         Self {
             last_end,
             step: limits.base_step,
-            distance: 1,
+            distance: MIN_DISTANCE.min(limits.max_distance),
             rate: 0.0,
             sampled_at: now,
             taken_then: 0,
@@ -206,7 +224,7 @@ impl FetchState {
             self.grow = true;
             self.distance = (self.distance * 2).min(limits.max_distance);
         } else if now.saturating_duration_since(self.last_hunger) > 2 * limits.range_lifetime
-            && self.distance > 1
+            && self.distance > MIN_DISTANCE
         {
             self.last_hunger = now;
             self.distance /= 2;
@@ -232,6 +250,17 @@ impl FetchState {
             .max(by_hunger)
             .clamp(limits.base_step, limits.max_step);
         self.step
+    }
+
+    /// When to look at this tag again without being asked: half the time a range lasts
+    /// at the recent rate, between 1 ms and [`LOOK_EVERY`].
+    pub(crate) fn look_again_in(&self) -> Duration {
+        if self.rate <= 0.0 {
+            return LOOK_EVERY;
+        }
+        Duration::try_from_secs_f64(self.step as f64 / self.rate / 2.0)
+            .unwrap_or(LOOK_EVERY)
+            .clamp(Duration::from_millis(1), LOOK_EVERY)
     }
 
     /// Ranges to keep ahead of the current one.
@@ -355,18 +384,24 @@ mod tests {
         let limits = limits();
         let start = Instant::now();
         let mut state = FetchState::new(1, &limits, start);
-        assert_eq!(state.wanted_ahead(&limits), 1);
-        for (i, want) in [2, 4, 8, 8].into_iter().enumerate() {
+        assert_eq!(state.wanted_ahead(&limits), 2);
+        for (i, want) in [4, 8, 8].into_iter().enumerate() {
             state.observe(&limits, 0, i as u64 + 1, start);
             assert_eq!(state.distance, want);
         }
         // Quiet for more than twice the range lifetime: halved, once per quiet spell.
-        state.observe(&limits, 0, 4, start + Duration::from_secs(21));
+        state.observe(&limits, 0, 3, start + Duration::from_secs(21));
         assert_eq!(state.distance, 4);
-        state.observe(&limits, 0, 4, start + Duration::from_secs(22));
+        state.observe(&limits, 0, 3, start + Duration::from_secs(22));
         assert_eq!(state.distance, 4);
-        state.observe(&limits, 0, 4, start + Duration::from_secs(43));
+        state.observe(&limits, 0, 3, start + Duration::from_secs(43));
         assert_eq!(state.distance, 2);
+        state.observe(&limits, 0, 3, start + Duration::from_secs(64));
+        assert_eq!(state.distance, 2, "never below two");
+        // Half a range's time at the recent rate: 1,000 IDs at 100,000 IDs/s is 10 ms.
+        state.rate = 100_000.0;
+        state.step = 1000;
+        assert_eq!(state.look_again_in(), Duration::from_millis(5));
         let off = Limits {
             prefetch: false,
             ..limits
