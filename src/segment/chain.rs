@@ -194,21 +194,29 @@ impl Chain {
     /// The current range and those ahead, oldest first, with what is left of each. Exact
     /// only while no one takes (at shutdown); otherwise a snapshot.
     pub fn ranges(&self) -> Vec<RangeLeft> {
+        self.ranges_left().collect()
+    }
+
+    /// IDs left in the current range and those ahead (a snapshot, as [`ranges`](Self::ranges),
+    /// without building the list: the prefetch thread asks this of every tag each round).
+    pub fn ids_left(&self) -> u64 {
+        self.ranges_left().map(|r| r.end - r.next).sum()
+    }
+
+    fn ranges_left(&self) -> impl Iterator<Item = RangeLeft> + '_ {
         let head = self.head.load(Ordering::Acquire);
         let published = self.published.load(Ordering::Acquire);
-        (head..published)
-            .filter_map(|number| {
-                let slot = self.slot(number);
-                let end = slot.meta.end.load(Ordering::Acquire);
-                let next = slot.cursor.load(Ordering::Acquire).min(end);
-                let start = slot.meta.start.load(Ordering::Relaxed);
-                (slot.meta.number.load(Ordering::Relaxed) == number).then_some(RangeLeft {
-                    start,
-                    next,
-                    end,
-                })
+        (head..published).filter_map(|number| {
+            let slot = self.slot(number);
+            let end = slot.meta.end.load(Ordering::Acquire);
+            let next = slot.cursor.load(Ordering::Acquire).min(end);
+            let start = slot.meta.start.load(Ordering::Relaxed);
+            (slot.meta.number.load(Ordering::Relaxed) == number).then_some(RangeLeft {
+                start,
+                next,
+                end,
             })
-            .collect()
+        })
     }
 
     /// IDs handed out (or burnt) so far, for the rate estimate.

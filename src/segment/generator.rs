@@ -129,7 +129,7 @@ impl Tag {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.chain.ranges().iter().all(|r| r.next >= r.end)
+        self.chain.ids_left() == 0
     }
 
     /// Takes one range from the store and publishes it.
@@ -647,7 +647,7 @@ impl SegmentGenerator {
     /// What the generator holds and how fast it goes.
     pub fn stats(&self) -> SegmentStats {
         let tag = &self.tag;
-        let ids_left: u64 = tag.chain.ranges().iter().map(|r| r.end - r.next).sum();
+        let ids_left = tag.chain.ids_left();
         let rate = f64::from_bits(tag.rate_bits.load(Ordering::Relaxed));
         SegmentStats {
             tag: tag.name.clone(),
