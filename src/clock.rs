@@ -5,6 +5,11 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
+///
+/// Generators read it on the caller's thread as well as their own: the default
+/// generator on every call, the cached generator's padding thread, and a taker of the
+/// cached generator that fills the ring while that thread is late. So it should answer
+/// at once: a reading that blocks blocks the call that made it.
 pub trait Clock: Send + Sync + 'static {
     /// The current time, in milliseconds since 1970-01-01 UTC.
     fn now_millis(&self) -> u64;

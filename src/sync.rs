@@ -46,6 +46,15 @@ pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
     None
 }
 
+/// A caught panic's message, for a log line or an error.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic whose payload is not a string".into())
+}
+
 /// Parks the calling thread until unparked or `timeout` passes (or spuriously); under
 /// loom, where time does not pass, yields instead.
 pub(crate) fn park_timeout(timeout: std::time::Duration) {

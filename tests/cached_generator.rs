@@ -1,7 +1,7 @@
 //! CachedUidGenerator: uniqueness under load, time behaviour, reject policies, shutdown.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 mod common;
@@ -200,81 +200,51 @@ fn time_ahead_reports_borrowed_ticks_and_shrinks_as_the_clock_catches_up() {
     assert_eq!(gen.time_ahead(), Duration::ZERO);
 }
 
-/// A clock whose readings block while the test holds the gate shut: the padder reads the
-/// clock once per tick, so shutting the gate stalls padding at a known point.
-#[derive(Clone)]
-struct GatedClock {
-    inner: ManualClock,
-    open: Arc<(Mutex<bool>, Condvar)>,
-}
-
-impl GatedClock {
-    fn new() -> Self {
-        Self {
-            inner: ManualClock::new(EPOCH_MS + 1_000_000),
-            open: Arc::new((Mutex::new(true), Condvar::new())),
-        }
-    }
-    fn set_open(&self, open: bool) {
-        *self.open.0.lock().unwrap() = open;
-        self.open.1.notify_all();
-    }
-}
-
-/// Opens the gate when dropped. Declared after the generator, it drops first, so a
-/// failing test does not leave the padder blocked in the clock while `Drop` joins it.
-struct OpenOnDrop(GatedClock);
-
-impl Drop for OpenOnDrop {
-    fn drop(&mut self) {
-        self.0.set_open(true);
-    }
-}
-
-impl Clock for GatedClock {
-    fn now_millis(&self) -> u64 {
-        let (lock, cvar) = &*self.open;
-        let _open = cvar
-            .wait_while(lock.lock().unwrap(), |open| !*open)
-            .unwrap();
-        self.inner.now_millis()
-    }
-}
-
-/// A generator with a 4-slot ring (one tick of the tiny layout) and no thread cache.
-fn stalled_generator(clock: &GatedClock, policy: TakeRejectPolicy) -> CachedUidGenerator {
+/// A generator with a 4-slot ring (one tick of the tiny layout) and no thread cache, on
+/// a clock that stands still and that padding may not run ahead of: once the first
+/// tick's 4 IDs are taken, the ring stays empty (neither the padding thread nor a taker
+/// may fill it) until the test moves the clock on a tick.
+fn stalled_generator(clock: &ManualClock, policy: TakeRejectPolicy) -> CachedUidGenerator {
     let gen = CachedUidGenerator::builder()
         .allocator(tiny_layout())
         .clock(clock.clone())
+        .max_time_ahead(Duration::ZERO)
         .boost_power(0)
         .thread_batch(1)
         .take_reject_policy(policy)
         .build()
         .unwrap();
-    clock.set_open(false);
     for _ in 0..4 {
         gen.next_uid().expect("the first fill holds one tick");
     }
     gen
 }
 
+fn stopped_clock() -> ManualClock {
+    ManualClock::new(EPOCH_MS + 1_000_000)
+}
+
 #[test]
 fn fail_fast_policy_errors_at_once_on_an_empty_ring() {
-    let clock = GatedClock::new();
+    let clock = stopped_clock();
     let gen = stalled_generator(&clock, TakeRejectPolicy::fail_fast());
-    let _open_on_exit = OpenOnDrop(clock.clone());
+    let start = Instant::now();
     let err = gen.next_uid().unwrap_err();
     assert!(matches!(err, UidError::BufferExhausted { .. }), "{err}");
     assert!(gen.next_uids(&mut [0; 8]).is_err());
     assert_eq!(gen.stats().rejected_takes, 2);
-    clock.set_open(true);
+    // At once: not the padding thread's 10 ms look at the clock.
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
 fn wait_policy_waits_for_the_padder_then_gives_up_at_its_bound() {
-    let clock = GatedClock::new();
+    let clock = stopped_clock();
     let gen = stalled_generator(&clock, TakeRejectPolicy::wait(Duration::from_millis(200)));
-    let _open_on_exit = OpenOnDrop(clock.clone());
     let start = Instant::now();
     let err = gen.next_uid().unwrap_err();
     assert!(start.elapsed() >= Duration::from_millis(200));
@@ -286,7 +256,7 @@ fn wait_policy_waits_for_the_padder_then_gives_up_at_its_bound() {
         let clock = clock.clone();
         thread::spawn(move || {
             thread::sleep(Duration::from_millis(50));
-            clock.set_open(true);
+            clock.advance(Duration::from_secs(1));
         })
     };
     let uid = gen
@@ -297,8 +267,80 @@ fn wait_policy_waits_for_the_padder_then_gives_up_at_its_bound() {
 }
 
 #[test]
+fn take_policies_bound_every_call_while_a_filler_is_stuck_mid_fill() {
+    let gen = CachedUidGenerator::builder()
+        .worker_id(7)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_millis(200)))
+        .build()
+        .unwrap();
+    let held = gen.hold_filler_for_tests();
+    // What the first fill put, then nothing: no one may fill while the lock is held.
+    let mut taken = 0;
+    let err = loop {
+        match gen.next_uid() {
+            Ok(_) => taken += 1,
+            Err(err) => break err,
+        }
+    };
+    assert!(taken > 0 && taken <= gen.capacity(), "{taken} IDs");
+    assert!(
+        matches!(err, UidError::BufferExhausted { waited } if waited >= Duration::from_millis(200)),
+        "{err:?}"
+    );
+    // try_next_uid never waits: the ring is empty and filling is not its to do.
+    let start = Instant::now();
+    assert!(matches!(
+        gen.try_next_uid(),
+        Err(UidError::WouldBlock { .. })
+    ));
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(held);
+    // The thread, or this taker, fills again (a few tries of 200 ms: a busy CI machine
+    // may run neither at once).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let uid = loop {
+        match gen.next_uid() {
+            Ok(uid) => break uid,
+            Err(err) if Instant::now() < deadline => eprintln!("not yet: {err}"),
+            Err(err) => panic!("never filled once the lock was free: {err}"),
+        }
+    };
+    assert!(gen.parse_uid(uid).is_ok());
+}
+
+#[test]
+fn a_clock_that_panics_in_a_takers_fill_fails_no_take() {
+    let (gen, armed) = panic_once_generator();
+    let ids = thread::scope(|s| {
+        let held = gen.hold_padding_thread_for_tests();
+        // Let a round already past the gate finish before the clock is armed.
+        thread::sleep(Duration::from_millis(50));
+        armed.store(true, Ordering::SeqCst);
+        let taker = s.spawn(|| (0..100).map(|_| gen.next_uid()).collect::<Vec<_>>());
+        thread::sleep(Duration::from_millis(300));
+        // Only a taker can have read the clock: the padding thread is held.
+        assert!(
+            !armed.load(Ordering::SeqCst),
+            "a taker's fill read the clock (and its panic was caught)"
+        );
+        drop(held);
+        taker.join().expect("no take panicked")
+    });
+    let mut ids: Vec<u64> = ids
+        .into_iter()
+        .map(|r| r.expect("every take served, by the thread after the panic"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert_all_distinct_positive_and_from(0, gen.allocator(), &mut ids);
+}
+
+#[test]
 fn custom_take_policy_is_called_per_refusal_until_it_fails() {
-    let clock = GatedClock::new();
+    let clock = stopped_clock();
     let calls = Arc::new(AtomicU32::new(0));
     let policy = {
         let calls = calls.clone();
@@ -312,10 +354,8 @@ fn custom_take_policy_is_called_per_refusal_until_it_fails() {
         })
     };
     let gen = stalled_generator(&clock, policy);
-    let _open_on_exit = OpenOnDrop(clock.clone());
     assert!(gen.next_uid().is_err());
     assert_eq!(calls.load(Ordering::SeqCst), 4);
-    clock.set_open(true);
 }
 
 /// A clock that panics on one reading, as a buggy user clock might.
@@ -333,8 +373,9 @@ impl Clock for PanicOnce {
     }
 }
 
-#[test]
-fn a_panic_inside_padding_does_not_stop_padding() {
+/// A generator with a 4-slot ring on a clock that panics on its first reading once the
+/// returned flag is set.
+fn panic_once_generator() -> (CachedUidGenerator, Arc<AtomicBool>) {
     let armed = Arc::new(AtomicBool::new(false));
     let gen = CachedUidGenerator::builder()
         .allocator(tiny_layout())
@@ -344,8 +385,15 @@ fn a_panic_inside_padding_does_not_stop_padding() {
         })
         .boost_power(0)
         .thread_batch(1)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))
         .build()
         .unwrap();
+    (gen, armed)
+}
+
+#[test]
+fn a_panic_inside_padding_does_not_stop_padding() {
+    let (gen, armed) = panic_once_generator();
     armed.store(true, Ordering::SeqCst);
     // Four IDs a ring: 100 takes need ~25 refills, the first of which panics.
     let mut ids: Vec<u64> = (0..100).map(|_| gen.next_uid().unwrap()).collect();

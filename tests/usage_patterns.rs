@@ -102,6 +102,61 @@ fn a_taker_stalled_between_claim_and_read_holds_up_no_one() {
 }
 
 #[test]
+fn takers_fill_the_ring_themselves_while_the_padding_thread_is_not_run() {
+    use uidgen::TakeRejectPolicy;
+    // Fail fast: a take that ever finds the ring empty fails the test.
+    let generator = CachedUidGenerator::builder()
+        .worker_id(104)
+        .take_reject_policy(TakeRejectPolicy::fail_fast())
+        .build()
+        .unwrap();
+    let capacity = generator.capacity() as u64;
+    let held = generator.hold_padding_thread_for_tests();
+    // A machine too busy to run the padding thread: ten laps of the ring without it.
+    let mut last = 0;
+    for i in 0..10 * capacity {
+        let id = generator
+            .next_uid()
+            .unwrap_or_else(|e| panic!("take {i} of {} failed: {e}", 10 * capacity));
+        assert!(id > last, "IDs go up");
+        last = id;
+    }
+    let stats = generator.stats();
+    assert_eq!(stats.rejected_takes, 0, "a take found the ring empty");
+    assert!(stats.helped_fills >= 10, "{stats:?}");
+    drop(held);
+
+    // Two threads at once while it is held: every ID distinct and in order per thread.
+    let generator = Arc::new(
+        CachedUidGenerator::builder()
+            .worker_id(105)
+            .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(10)))
+            .build()
+            .unwrap(),
+    );
+    let held = generator.hold_padding_thread_for_tests();
+    let takers: Vec<_> = (0..2)
+        .map(|_| {
+            let generator = generator.clone();
+            thread::spawn(move || {
+                let ids: Vec<u64> = (0..5 * capacity)
+                    .map(|_| generator.next_uid().unwrap())
+                    .collect();
+                assert!(ids.windows(2).all(|w| w[0] < w[1]));
+                ids
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    drop(held);
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "duplicates");
+    assert!(generator.stats().helped_fills > 0);
+}
+
+#[test]
 fn generators_used_in_turn_on_one_thread_use_one_slot_per_id() {
     for (thread_batch, generators) in [(1, 2), (1, 4), (32, 2), (32, 4)] {
         let all: Vec<CachedUidGenerator> = (0..generators)

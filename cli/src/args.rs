@@ -290,6 +290,9 @@ pub(crate) enum BenchGenerator {
     Cached,
     /// Segment mode: dense IDs of a tag (--tag), from ranges of a counter in --store.
     Segment,
+    /// Not a generator: one AtomicU64::fetch_add shared by the threads, the baseline to
+    /// read the others' figures (the slowest call above all) against.
+    FetchAdd,
 }
 
 /// Where the worker ID comes from: exactly one of a fixed ID, MySQL, or the embedded

@@ -211,6 +211,16 @@ impl<'a> Generators<'a> {
         }
     }
 
+    /// The baseline counters: no layout, no worker IDs, no ring.
+    pub fn baseline(all: &'a [SharedCounter]) -> Self {
+        Self {
+            calls: all.iter().map(|c| c as &dyn IdSource).collect(),
+            rings: Vec::new(),
+            bits: None,
+            worker_ids: Vec::new(),
+        }
+    }
+
     /// Segment generators: no layout, no worker IDs, no ring.
     pub fn segment(all: &'a [SegmentGenerator]) -> Self {
         Self {
@@ -219,6 +229,37 @@ impl<'a> Generators<'a> {
             bits: None,
             worker_ids: Vec::new(),
         }
+    }
+}
+
+/// The baseline: one `AtomicU64::fetch_add` shared by the threads, timed and checked by
+/// the same harness, so a generator's slowest call can be read against what the machine
+/// did to a loop that waits on nothing.
+#[derive(Default)]
+pub struct SharedCounter(AtomicU64);
+
+impl SharedCounter {
+    /// A counter whose first ID is `last + 1`.
+    pub fn starting_at(last: u64) -> Self {
+        Self(AtomicU64::new(last))
+    }
+}
+
+impl IdSource for SharedCounter {
+    #[inline]
+    fn next_id(&self) -> Result<u64, UidError> {
+        Ok(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    #[inline]
+    fn try_next_id(&self) -> Result<u64, UidError> {
+        self.next_id()
+    }
+    fn next_ids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        let first = self.0.fetch_add(out.len() as u64, Ordering::Relaxed) + 1;
+        for (i, out) in out.iter_mut().enumerate() {
+            *out = first + i as u64;
+        }
+        Ok(out.len())
     }
 }
 

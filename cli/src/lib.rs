@@ -222,6 +222,18 @@ fn bench(
                 &progress,
             )
         }
+        BenchGenerator::FetchAdd => {
+            // Counters apart by 2^48, as generators with distinct worker IDs are.
+            let all: Vec<_> = (0..generators as u64)
+                .map(|i| bench::SharedCounter::starting_at(i << 48))
+                .collect();
+            bench::run(
+                "fetch-add",
+                &bench::Generators::baseline(&all),
+                &options,
+                &progress,
+            )
+        }
         BenchGenerator::Default => {
             let (bits, taken) = bench_workers(args, generators, env)?;
             let all = taken

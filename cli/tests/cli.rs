@@ -200,6 +200,22 @@ fn bench_alternate_takes_one_registry_row_per_generator() {
 }
 
 #[test]
+fn bench_fetch_add_runs_the_baseline_in_the_same_harness() {
+    let report = bench_json("--generator fetch-add --threads 2 --seconds 0.3");
+    assert_sound_bench(&report);
+    assert_eq!(report["generator"], "fetch-add");
+    // One counter shared by both threads: each thread's IDs still go up.
+    assert_eq!(report["out_of_order"], 0, "{report}");
+    assert!(report["slots_per_id"].is_null(), "no ring: {report}");
+    // One counter per generator, apart: alternating between them repeats nothing.
+    let alternate = bench_json("--generator fetch-add --pattern alternate:3 --seconds 0.2");
+    assert_sound_bench(&alternate);
+    let batched = bench_json("--generator fetch-add --batch 16 --seconds 0.2");
+    assert_eq!(batched["total_ids"].as_u64().unwrap() % 16, 0, "{batched}");
+    assert_eq!(batched["duplicates"], 0, "{batched}");
+}
+
+#[test]
 fn bench_light_makes_one_call_per_thread_and_interval() {
     let report =
         bench_json("--pattern light --threads 10 --interval-ms 100 --seconds 0.5 --worker-id 44");

@@ -179,12 +179,7 @@ impl Tag {
 
     /// A panic in the store (on the prefetch thread) counts as its failure.
     pub(crate) fn store_panicked(&self, panic: &(dyn std::any::Any + Send)) {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
-        let message = format!("the store panicked: {what}");
+        let message = format!("the store panicked: {}", crate::sync::panic_message(panic));
         tracing::error!(tag = %self.name, "{message}");
         self.health.failed(Instant::now(), message);
     }

@@ -48,8 +48,9 @@ impl Prefetcher {
                             // panics in a round, the next round goes on.
                             loop {
                                 let round = std::panic::catch_unwind(|| prefetcher.run());
-                                if round.is_err() {
+                                if let Err(panic) = round {
                                     tracing::error!(
+                                        message = %crate::sync::panic_message(&*panic),
                                         "the segment prefetch thread panicked; going on"
                                     );
                                 }

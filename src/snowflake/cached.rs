@@ -2,7 +2,7 @@
 
 use super::end_warning::EndWarning;
 use super::local::{self, MAX_THREAD_BATCH};
-use super::padding::{Demand, Padder, Schedule, Shared, TickSource};
+use super::padding::{Demand, Padder, Schedule, Shared, TickSource, LOW_WATER_DIVISOR};
 use super::reject::{
     pause_blocking, PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy,
 };
@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::error::{ConfigError, UidError};
 use crate::generator::UidGenerator;
 use crate::layout::BitsAllocator;
-use crate::sync::{thread, Arc, Ordering};
+use crate::sync::{thread, Arc, Mutex, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -29,9 +29,14 @@ const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 /// fills it to about what takers took in the last resync interval (all of it under full
 /// load, borrowing future ticks: see [`time_ahead`](Self::time_ahead); a few hundred IDs
 /// of the current tick under light load), and when fewer than `padding_factor`% of that
-/// remain, the first taker to notice wakes it. The first fill happens in
-/// [`build`](CachedUidGeneratorBuilder::build). Dropping the generator stops and joins
-/// the thread.
+/// remain, the first taker to notice wakes it. If fewer than a quarter of that remain
+/// before the thread has refilled (a busy machine did not run it in time), the taker
+/// fills the ring itself, unless another is filling already: a late padding thread
+/// does not make takers wait (`helped_fills` in [`stats`](Self::stats) counts these).
+/// Such a fill reads your [`Clock`](crate::Clock) on the taker's thread and never waits
+/// on a lease's store; the resync and the put reject handler stay on the thread. The
+/// first fill happens in [`build`](CachedUidGeneratorBuilder::build). Dropping the
+/// generator stops and joins the thread.
 ///
 /// **Order:** any ID returned after another, on any thread or task, is larger (unless
 /// per-thread batches are turned on: [`thread_batch`](CachedUidGeneratorBuilder::thread_batch)).
@@ -73,6 +78,8 @@ pub struct CachedUidGenerator {
     worker_id: u64,
     clock: std::sync::Arc<dyn Clock>,
     padder: Option<thread::JoinHandle<()>>,
+    /// The padder itself, which a taker fills through when the thread is late.
+    filler: Arc<Mutex<Padder>>,
     /// The worker ID's time mark (or lease): dropped after the padder has stopped.
     mark: super::Mark,
 }
@@ -87,6 +94,9 @@ pub struct CachedStats {
     pub len: usize,
     /// Padding rounds run (including the first, in `build`).
     pub padding_rounds: u64,
+    /// Fills a taker made itself because the ring fell below a quarter of the padding
+    /// threshold before the padding thread answered (the machine did not run it in time).
+    pub helped_fills: u64,
     /// Calls that found the ring empty (each counted once, however long it waited).
     pub rejected_takes: u64,
     /// Padding rounds that left room unfilled: the time-ahead cap held, or the layout ran
@@ -308,11 +318,17 @@ impl CachedUidGeneratorBuilder {
             demand: Demand::new(capacity as u64, self.padding_factor, schedule.resync_every),
             stale_ticks,
         };
-        padder.round(false);
+        if let Some(rejected) = padder.round(false) {
+            Padder::report(padder.on_rejected_put.as_ref(), rejected);
+        }
+        let padder = Arc::new(Mutex::new(padder));
 
         let handle = thread::Builder::new()
             .name(PADDING_THREAD_NAME.into())
-            .spawn(move || padder.run(schedule))
+            .spawn({
+                let padder = padder.clone();
+                move || Padder::run(padder, schedule)
+            })
             .map_err(|e| ConfigError::Spawn(std::sync::Arc::new(e)))?;
         {
             // A revoked lease wakes the padder, which drops what the ring holds.
@@ -332,6 +348,7 @@ impl CachedUidGeneratorBuilder {
             worker_id,
             clock,
             padder: Some(handle),
+            filler: padder,
             mark,
         })
     }
@@ -477,6 +494,22 @@ impl CachedUidGenerator {
         }
     }
 
+    /// Not API: stops the padding thread before its next round until the guard is
+    /// dropped, as a machine too busy to run it would, so tests can show takers fill the
+    /// ring themselves meanwhile.
+    #[doc(hidden)]
+    pub fn hold_padding_thread_for_tests(&self) -> impl Drop + '_ {
+        crate::sync::lock(&self.shared.gate)
+    }
+
+    /// Not API: holds the padder's lock until the guard is dropped, as a taker preempted
+    /// in the middle of a fill would: neither the padding thread nor other takers can
+    /// fill meanwhile, so tests can show the take policies still bound every call.
+    #[doc(hidden)]
+    pub fn hold_filler_for_tests(&self) -> impl Drop + '_ {
+        crate::sync::lock(&self.filler)
+    }
+
     /// Counters for monitoring.
     pub fn stats(&self) -> CachedStats {
         let shared = &*self.shared;
@@ -484,6 +517,7 @@ impl CachedUidGenerator {
             capacity: self.ring.capacity(),
             len: self.ring.len(),
             padding_rounds: shared.rounds.load(Ordering::Relaxed),
+            helped_fills: shared.helped.load(Ordering::Relaxed),
             rejected_takes: shared.rejected_takes.load(Ordering::Relaxed),
             rejected_puts: shared.rejected_puts.load(Ordering::Relaxed),
             discarded_stale: shared.discarded.load(Ordering::Relaxed),
@@ -500,8 +534,59 @@ impl CachedUidGenerator {
 
     #[inline]
     fn after_take(&self, remaining: u64) {
-        if remaining < self.shared.hints.threshold.load(Ordering::Relaxed) {
+        let threshold = self.shared.hints.threshold.load(Ordering::Relaxed);
+        if remaining < threshold {
+            if remaining < threshold / LOW_WATER_DIVISOR {
+                self.fill_if_late();
+            } else {
+                self.request_padding();
+            }
+        }
+    }
+
+    /// The ring is low and the padding thread has not refilled it: it was asked when the
+    /// ring crossed the threshold, but a busy machine may not have run it since. The
+    /// taker puts up to 4,096 IDs itself (a few microseconds of stores, and a reading of
+    /// the generator's clock per tick it starts), unless a filler (another taker or the
+    /// thread) is at it already, so a late thread
+    /// does not make takers wait. Nothing here waits on a lock or the store.
+    #[cold]
+    #[inline(never)]
+    fn fill_if_late(&self) {
+        let shared = &*self.shared;
+        if shared.hints.capped.load(Ordering::Relaxed) {
+            return;
+        }
+        if shared.takers_stop_filling.load(Ordering::Relaxed) {
             self.request_padding();
+            return;
+        }
+        let mut padder = match self.filler.try_lock() {
+            Ok(padder) => padder,
+            // A user's clock panicked in the thread's round: the state is still whole
+            // (see `lock`).
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        // A user's clock may panic; a take must not. After one such panic takers stop
+        // filling for good (one log line, not one per take) and leave it to the thread.
+        let helped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| padder.help()))
+            .unwrap_or_else(|panic| {
+                if !shared.takers_stop_filling.swap(true, Ordering::Relaxed) {
+                    tracing::error!(
+                        message = %crate::sync::panic_message(&*panic),
+                        "uidgen fill on a taker's thread panicked; from now on only the padding thread fills"
+                    );
+                }
+                // Not dropped here: a payload whose drop panics would reach the caller.
+                std::mem::forget(panic);
+                false
+            });
+        if !helped {
+            drop(padder);
+            // Even if the fill just set `capped`: the thread must see it to start its
+            // timer, and it may be parked until its next resync.
+            shared.doorbell.ring(&self.padder_thread);
         }
     }
 
@@ -564,6 +649,7 @@ impl CachedUidGenerator {
         let mut tries = 0u32;
         loop {
             self.request_padding();
+            self.fill_if_late();
             if let Some(value) = attempt() {
                 return Ok(value);
             }
@@ -602,6 +688,7 @@ impl CachedUidGenerator {
         let mut tries = 0u32;
         loop {
             self.request_padding();
+            self.fill_if_late();
             if let Some(uid) = self.take_one() {
                 return Ok(uid);
             }

@@ -20,7 +20,7 @@ use super::reject::{PutRejectHandler, RejectedPut};
 use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
 use crate::layout::BitsAllocator;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{lock, panic_message, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::worker::mark::MarkState;
 use crossbeam_utils::CachePadded;
 use std::panic::{self, AssertUnwindSafe};
@@ -50,6 +50,13 @@ pub(crate) struct Shared {
     pub(crate) rejected_takes: AtomicU64,
     /// Padding rounds run.
     pub(crate) rounds: AtomicU64,
+    /// Fills a taker made because the ring ran low before the padding thread answered.
+    pub(crate) helped: AtomicU64,
+    /// A taker's fill panicked (a user's clock): takers leave filling to the thread.
+    pub(crate) takers_stop_filling: AtomicBool,
+    /// The padding thread passes through it before each round; tests hold it to stop
+    /// the thread as a busy machine would (never held otherwise).
+    pub(crate) gate: Mutex<()>,
     /// IDs dropped unissued because their tick had passed (see resync).
     pub(crate) discarded: AtomicU64,
     /// Times the padder found the clock behind its previous reading.
@@ -87,6 +94,14 @@ pub(crate) struct Demand {
     /// The first round (in `build`) has run: it fills `min` and learns nothing.
     started: bool,
 }
+
+/// A take that leaves fewer than `threshold / LOW_WATER_DIVISOR` IDs in the ring fills
+/// it itself: the padding thread, asked at the threshold, is late.
+pub(crate) const LOW_WATER_DIVISOR: u64 = 4;
+
+/// The most IDs one taker's fill puts (a few microseconds of stores): enough to go on
+/// with while the thread is late, never the whole ring on a caller's thread.
+pub(crate) const HELPER_FILL: u64 = 4096;
 
 /// The first and smallest fill: enough for a burst to start on while the padder wakes,
 /// few enough to be taken within a resync interval at light load.
@@ -226,7 +241,7 @@ impl TickSource {
 
     /// Makes sure the current tick has a sequence number left, starting the next tick
     /// if not; `false` when the layout has no tick left.
-    fn ensure_tick(&mut self, shared: &Shared) -> bool {
+    fn ensure_tick(&mut self, shared: &Shared, may_wait: bool) -> bool {
         if self.next_seq <= self.bits.max_sequence() {
             return true;
         }
@@ -244,7 +259,7 @@ impl TickSource {
         if self.capped {
             return false;
         }
-        if let Err(e) = self.mark.admit(next, true) {
+        if let Err(e) = self.mark.admit(next, may_wait) {
             // Retried on the capped timer; takers see a lost lease as their error.
             tracing::debug!(error = %e, "uidgen padder may not start tick {next}");
             self.capped = true;
@@ -269,8 +284,8 @@ impl TickSource {
     /// The rest of the current tick as a run of consecutive IDs `(first, count)`,
     /// starting the next tick if this one is used up; `None` when no tick may start
     /// (the layout is exhausted, or the time-ahead cap holds).
-    fn next_run(&mut self, shared: &Shared) -> Option<(u64, u64)> {
-        self.ensure_tick(shared).then(|| {
+    fn next_run(&mut self, shared: &Shared, may_wait: bool) -> Option<(u64, u64)> {
+        self.ensure_tick(shared, may_wait).then(|| {
             (
                 self.base | self.next_seq,
                 self.bits.max_sequence() + 1 - self.next_seq,
@@ -309,7 +324,8 @@ pub(crate) struct Schedule {
 impl Padder {
     /// One padding round: optionally drop IDs whose tick has passed, then fill the ring
     /// to what demand asks for. `resync` rounds are the timer's; others were asked for.
-    pub(crate) fn round(&mut self, resync: bool) {
+    /// Returns what to [`report`](Self::report) if it left room unfilled.
+    pub(crate) fn round(&mut self, resync: bool) -> Option<RejectedPut> {
         let shared = &*self.shared;
         shared.doorbell.answer();
         shared.rounds.fetch_add(1, Ordering::Relaxed);
@@ -321,7 +337,7 @@ impl Padder {
                 .discarded
                 .fetch_add(dropped as u64, Ordering::Relaxed);
             shared.stale_before.store(u64::MAX, Ordering::Relaxed);
-            return;
+            return None;
         }
         // Before any drop below: demand counts what takers took, not what was dropped.
         let claimed = self.producer.claimed();
@@ -346,13 +362,75 @@ impl Padder {
                 .stale_before
                 .fetch_max(stale_before, Ordering::Relaxed);
         }
+        let want = self.retarget(claimed, now, resync);
+        let reason = self.fill_to(want, true).1?;
+        self.shared.rejected_puts.fetch_add(1, Ordering::Relaxed);
+        Some(RejectedPut {
+            reason,
+            free_slots: self.producer.free_slots(),
+        })
+    }
+
+    /// Tells the put reject handler (or the log) about a round that left room unfilled.
+    /// Called without the padder's lock held: a slow handler must not keep takers from
+    /// filling.
+    pub(crate) fn report(handler: Option<&PutRejectHandler>, rejected: RejectedPut) {
+        match handler {
+            Some(handler) => handler(rejected),
+            None => tracing::debug!(
+                reason = ?rejected.reason,
+                free_slots = rejected.free_slots,
+                "padding held back"
+            ),
+        }
+    }
+
+    /// A taker's round, when the ring ran low before the padding thread answered (it
+    /// was not scheduled in time): put at most [`HELPER_FILL`] IDs toward the target,
+    /// never wait on the store for a time mark, and leave resync and reporting to the
+    /// thread. `false` when the thread must run: the fill
+    /// was held back (the cap, a tick waiting for its time mark, the layout's end) or
+    /// there was nothing a taker may do.
+    pub(crate) fn help(&mut self) -> bool {
+        if self.producer.is_closed() || self.source.mark.revoked() {
+            return false;
+        }
+        let len = self.producer.queued();
+        // (An empty ring always needs a fill: with a threshold under 4 the quotient is 0.)
+        if len > 0 && len >= self.demand.threshold() / LOW_WATER_DIVISOR {
+            // Another filler came first: this taker's view of the ring was stale.
+            return true;
+        }
+        // The target learns from the burst as a round would (a ring drained before the
+        // thread came quadruples it), but this fill puts only its first few thousand.
+        let now = self.source.now_tick();
+        let want = self.retarget(self.producer.claimed(), now, false);
+        let (put, held_back) = self.fill_to(want.min(len + HELPER_FILL), false);
+        if put > 0 {
+            self.shared.helped.fetch_add(1, Ordering::Relaxed);
+        }
+        held_back.is_none()
+    }
+
+    /// Leaves the current tick if the clock has passed it, and sets the target fill (and
+    /// the takers' threshold) from demand; returns the target.
+    fn retarget(&mut self, claimed: u64, now: u64, resync: bool) -> u64 {
         self.source.catch_up(now);
         let len = self.producer.queued();
         let want = self.demand.update(claimed, len, resync);
-        shared
+        self.shared
             .hints
             .threshold
             .store(self.demand.threshold(), Ordering::Relaxed);
+        want
+    }
+
+    /// Puts IDs until the ring holds `want`; returns how many it put and why it stopped
+    /// short, if it did. `may_wait`: a tick above the recorded time mark may wait for the
+    /// store to raise it.
+    fn fill_to(&mut self, want: u64, may_wait: bool) -> (u64, Option<PutRejected>) {
+        let shared = &*self.shared;
+        let mut put = 0;
         // Room first, then a run: a tick is started only when it has somewhere to go,
         // so `padded_tick` (and `time_ahead`) never counts a tick the ring does not hold.
         let mut held_back = None;
@@ -361,7 +439,7 @@ impl Padder {
             if len >= want || !self.producer.has_room() {
                 break;
             }
-            let Some((first, count)) = self.source.next_run(shared) else {
+            let Some((first, count)) = self.source.next_run(shared, may_wait) else {
                 held_back = Some(if self.source.exhausted {
                     PutRejected::LayoutExhausted
                 } else {
@@ -371,6 +449,7 @@ impl Padder {
             };
             let fill = self.producer.fill_run(first, count.min(want - len));
             self.source.consume(fill.put as u64);
+            put += fill.put as u64;
             match fill.stopped_by {
                 // The run was put: go on (with the rest of the tick, or the next).
                 None => continue,
@@ -387,14 +466,6 @@ impl Padder {
             held_back == Some(PutRejected::TimeAheadCap),
             Ordering::Relaxed,
         );
-        if let Some(reason) = held_back {
-            shared.rejected_puts.fetch_add(1, Ordering::Relaxed);
-            let free_slots = self.producer.free_slots();
-            match &self.on_rejected_put {
-                Some(handler) => handler(RejectedPut { reason, free_slots }),
-                None => tracing::debug!(?reason, free_slots, "padding held back"),
-            }
-        }
         if self.source.exhausted && !shared.exhausted.swap(true, Ordering::Relaxed) {
             // After the fill published its IDs: a taker that sees the ring closed
             // sees them too, and this flag.
@@ -404,22 +475,29 @@ impl Padder {
                 "uidgen layout's time is exhausted: no further IDs can be made"
             );
         }
+        (put, held_back)
     }
 
     /// The padding thread's loop: a round per wake-up, per schedule, per resync; ends
     /// when the generator is dropped. A panic in a round (a user's reject handler, say)
     /// is logged and the loop goes on: the padder never stays stuck.
     ///
-    /// However the loop ends, unwinding included, `self` is dropped with it, and with it
-    /// the ring's producer, which closes the ring: takes then fail at once.
-    pub(crate) fn run(mut self, schedule: Schedule) {
-        let shared = self.shared.clone();
+    /// The padder is shared with takers, which fill through it (see [`help`](Self::help))
+    /// while the thread is late; the lock makes the ring's one producer one at a time.
+    /// However the loop ends, unwinding included, the ring is closed: takes then fail at
+    /// once rather than wait for a thread that is gone.
+    pub(crate) fn run(padder: Arc<Mutex<Padder>>, schedule: Schedule) {
+        let _close = CloseOnExit(padder.clone());
+        let (shared, handler) = {
+            let padder = lock(&padder);
+            (padder.shared.clone(), padder.on_rejected_put.clone())
+        };
         let start = Instant::now();
         let mut next_resync = start + schedule.resync_every;
         let mut next_pad = schedule.pad_every.map(|every| start + every);
         loop {
             let mut deadline = next_pad.map_or(next_resync, |pad| pad.min(next_resync));
-            if self.source.capped {
+            if lock(&padder).source.capped {
                 deadline = deadline.min(Instant::now() + schedule.capped_retry);
             }
             let woken = match shared.doorbell.wait(&shared.stop, Some(deadline)) {
@@ -431,6 +509,7 @@ impl Padder {
             if shared.stop.load(Ordering::Acquire) {
                 return;
             }
+            drop(lock(&shared.gate));
             let now = Instant::now();
             let resync = now >= next_resync;
             if resync {
@@ -440,16 +519,29 @@ impl Padder {
             if scheduled {
                 next_pad = schedule.pad_every.map(|every| now + every);
             }
-            if woken || resync || scheduled || self.source.capped {
-                if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(|| self.round(resync))) {
-                    let message = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "non-string panic".into());
+            let mut guard = lock(&padder);
+            if woken || resync || scheduled || guard.source.capped {
+                let round = || {
+                    let rejected = guard.round(resync);
+                    drop(guard);
+                    if let Some(rejected) = rejected {
+                        Self::report(handler.as_ref(), rejected);
+                    }
+                };
+                if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(round)) {
+                    let message = panic_message(&*panic);
                     tracing::error!(%message, "uidgen padding round panicked; padding goes on");
                 }
             }
         }
+    }
+}
+
+/// Closes the ring when the padding thread's loop ends, however it ends.
+struct CloseOnExit(Arc<Mutex<Padder>>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        lock(&self.0).producer.close();
     }
 }

@@ -1,5 +1,6 @@
 //! The ring buffer of pre-built IDs: lock-free takes for any number of threads, puts
-//! from one producer (the padding thread).
+//! from one producer at a time (the [`RingProducer`], owned by the padder; a taker that
+//! fills in for a late padding thread holds the padder's lock, so puts never overlap).
 //!
 //! # Algorithm
 //!
@@ -432,6 +433,11 @@ impl RingProducer {
             }
         }
         0
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.ring.is_closed()
     }
 
     /// Tells takers no more IDs will come, after everything put so far is published.
