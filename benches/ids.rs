@@ -90,7 +90,9 @@ fn contenders() -> Vec<Contender> {
     let default_s = DefaultUidGenerator::new(BitsAllocator::default(), 2).unwrap();
     let default_ms =
         DefaultUidGenerator::new(Preset::Snowflake.builder().build().unwrap(), 3).unwrap();
-    let fetch_add = AtomicU64::new(0);
+    // On a line of its own, as a well-placed shared counter would be: a small allocation
+    // can share a line with data another thread writes, which slows the add.
+    let fetch_add = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
     let snowflaked = snowflaked::sync::Generator::new(4);
     let ferroid: ferroid::generator::AtomicSnowflakeGenerator<ferroid::id::SnowflakeTwitterId, _> =
         ferroid::generator::AtomicSnowflakeGenerator::new(

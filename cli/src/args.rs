@@ -112,12 +112,19 @@ pub(crate) enum SegmentAction {
         #[command(flatten)]
         store: SegmentStoreArgs,
     },
-    /// Show every tag: its counter (the next ID anyone gets), base step, last change and
-    /// the IDs left before the largest SQL BIGINT.
+    /// Show every tag: its counter (the next ID anyone gets), base step, last change, the
+    /// IDs left before the largest SQL BIGINT, and with --sample its rate and runway.
     List {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Read every tag twice, this many seconds apart (0.001 to 3600), to measure the
+        /// rate at which processes take its IDs from the store, and show its runway: the
+        /// IDs left at that rate ("idle" when no range was taken in the window; "-"
+        /// without --sample). Take a window longer than a range lasts: ranges are taken
+        /// in steps, so a short window sees a burst or nothing.
+        #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+        sample: Option<Duration>,
         #[command(flatten)]
         store: SegmentStoreArgs,
     },

@@ -5,8 +5,10 @@ use crate::args::{SegmentAction, SegmentStoreArgs};
 use crate::output::{Failure, Lines};
 use crate::worker::StoreChoice;
 use crate::{Env, SUCCESS};
+use std::collections::HashMap;
 use std::io::Write;
-use uidgen::{BitsAllocator, SegmentGenerator, SegmentStore};
+use std::time::{Duration, Instant};
+use uidgen::{BitsAllocator, SegmentGenerator, SegmentStore, TagRecord};
 
 /// The store of `--store`, else the embedded one (UIDGEN_WORKER_DB, else the default path).
 pub(crate) fn open_store(
@@ -71,9 +73,13 @@ pub(crate) fn run(
             flushed?;
             Ok(SUCCESS)
         }
-        SegmentAction::List { json, store } => {
+        SegmentAction::List {
+            json,
+            sample,
+            store,
+        } => {
             let store = open_store(store, env)?;
-            let tags = store.tags()?;
+            let (tags, rates) = read_tags(&*store, *sample)?;
             let when = |ms: u64| {
                 if ms == 0 {
                     "-".to_owned()
@@ -82,6 +88,12 @@ pub(crate) fn run(
                 }
             };
             let left = |max_id: u64| (i64::MAX as u64).saturating_sub(max_id);
+            let rate = |t: &TagRecord| rates.get(&t.tag).copied();
+            let runway_secs = |t: &TagRecord| {
+                rate(t)
+                    .filter(|r| *r > 0.0)
+                    .map(|r| left(t.max_id) as f64 / r)
+            };
             let mut out = Lines::new(stdout);
             if *json {
                 let rows: Vec<_> = tags
@@ -94,24 +106,37 @@ pub(crate) fn run(
                             "description": t.description,
                             "updated_ms": t.updated_ms,
                             "ids_left": left(t.max_id),
+                            "rate_per_sec": rate(t),
+                            "runway_secs": runway_secs(t),
                         })
                     })
                     .collect();
-                out.line(serde_json::json!({ "store": store.describe(), "tags": rows }))?;
+                out.line(serde_json::json!({
+                    "store": store.describe(),
+                    "sample_secs": sample.map(|s| s.as_secs_f64()),
+                    "tags": rows,
+                }))?;
             } else {
                 out.line(format_args!("store {}", store.describe()))?;
                 out.line(format_args!(
-                    "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  description",
-                    "tag", "max_id (next ID)", "step", "updated", "ids_left"
+                    "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>12}  {:>16}  description",
+                    "tag", "max_id (next ID)", "step", "updated", "ids_left", "IDs/s", "runway"
                 ))?;
                 for t in &tags {
+                    let (rate_text, runway_text) = match (rate(t), runway_secs(t)) {
+                        (None, _) => ("-".to_owned(), "-".to_owned()),
+                        (Some(r), None) => (format!("{r:.1}"), "idle".to_owned()),
+                        (Some(r), Some(secs)) => (format!("{r:.1}"), span(secs)),
+                    };
                     out.line(format_args!(
-                        "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {}",
+                        "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>12}  {:>16}  {}",
                         t.tag,
                         t.max_id,
                         t.step,
                         when(t.updated_ms),
                         left(t.max_id),
+                        rate_text,
+                        runway_text,
                         t.description
                     ))?;
                 }
@@ -147,4 +172,44 @@ pub(crate) fn run(
             Ok(SUCCESS)
         }
     }
+}
+
+/// The store's tags, and with a sample window each tag's rate: how fast its counter
+/// moved between two reads (IDs per second; tags created in the window have none).
+fn read_tags(
+    store: &dyn SegmentStore,
+    sample: Option<Duration>,
+) -> Result<(Vec<TagRecord>, HashMap<String, f64>), Failure> {
+    let first = store.tags()?;
+    let Some(window) = sample else {
+        return Ok((first, HashMap::new()));
+    };
+    let read_at = Instant::now();
+    std::thread::sleep(window);
+    let second = store.tags()?;
+    let secs = read_at.elapsed().as_secs_f64();
+    let before: HashMap<_, _> = first.into_iter().map(|t| (t.tag, t.max_id)).collect();
+    let rates = second
+        .iter()
+        .filter_map(|t| {
+            // A counter that went down (a store restored from a backup) has no rate.
+            let moved = t.max_id.checked_sub(*before.get(&t.tag)?)?;
+            Some((t.tag.clone(), moved as f64 / secs))
+        })
+        .collect();
+    Ok((second, rates))
+}
+
+/// A runway as a person reads it: the largest unit that is at least one, one decimal.
+fn span(secs: f64) -> String {
+    const UNITS: [(f64, &str); 4] = [
+        (365.25 * 86_400.0, "years"),
+        (86_400.0, "days"),
+        (3_600.0, "h"),
+        (60.0, "min"),
+    ];
+    UNITS.iter().find(|(unit, _)| secs >= *unit).map_or_else(
+        || format!("{secs:.1} s"),
+        |(unit, name)| format!("{:.1} {name}", secs / unit),
+    )
 }

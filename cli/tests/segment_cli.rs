@@ -77,6 +77,80 @@ fn runs_one_after_another_go_on_after_the_last_id_printed() {
 }
 
 #[test]
+fn list_with_a_sample_shows_each_tags_rate_and_runway() {
+    let (_dir, db) = common::temp_registry();
+    for tag in ["busy", "still"] {
+        let created = output(&mut uidgen(
+            &db,
+            &["segment", "create", "--tag", tag, "--step", "1000"],
+        ));
+        success_stdout(&created);
+    }
+    let list = |args: &[&str]| {
+        let mut all = vec!["segment", "list"];
+        all.extend_from_slice(args);
+        success_stdout(&output(&mut uidgen(&db, &all)))
+    };
+    let row = |json: &serde_json::Value, tag: &str| {
+        json["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tag"] == tag)
+            .unwrap()
+            .clone()
+    };
+    // Without --sample nothing is measured, and the table says so.
+    let plain: serde_json::Value = serde_json::from_str(&list(&["--json"])).unwrap();
+    assert!(row(&plain, "busy")["rate_per_sec"].is_null(), "{plain}");
+    assert!(row(&plain, "busy")["runway_secs"].is_null(), "{plain}");
+    let text = list(&[]);
+    assert!(text.lines().nth(1).unwrap().contains("runway"), "{text}");
+    // Processes take IDs of "busy" while the list samples.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (json, text) = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let taken = output(&mut uidgen(
+                    &db,
+                    &["segment", "next", "--tag", "busy", "-n", "5000"],
+                ));
+                assert_eq!(printed_ids(&taken).len(), 5000);
+            }
+        });
+        let json: serde_json::Value =
+            serde_json::from_str(&list(&["--sample", "2", "--json"])).unwrap();
+        let text = list(&["--sample", "2"]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (json, text)
+    });
+    assert_eq!(json["sample_secs"], 2.0);
+    let busy = row(&json, "busy");
+    let rate = busy["rate_per_sec"].as_f64().unwrap();
+    let ids_left = busy["ids_left"].as_u64().unwrap() as f64;
+    let max_id = busy["max_id"].as_u64().unwrap() as f64;
+    // It moved in the window, and by no more than it moved in the whole test.
+    assert!(rate > 0.0 && rate * 2.0 <= max_id, "{busy}");
+    let runway = busy["runway_secs"].as_f64().unwrap();
+    assert!(
+        (runway * rate / ids_left - 1.0).abs() < 1e-9,
+        "runway is IDs left over the rate: {busy}"
+    );
+    let still = row(&json, "still");
+    assert_eq!(still["rate_per_sec"], 0.0, "{still}");
+    assert!(still["runway_secs"].is_null(), "{still}");
+    let line = |tag: &str| {
+        text.lines()
+            .find(|l| l.starts_with(tag))
+            .unwrap_or_else(|| panic!("{tag} not listed: {text}"))
+            .to_owned()
+    };
+    // i64::MAX IDs at thousands a second: millions of years.
+    assert!(line("busy").contains(" years"), "{text}");
+    assert!(line("still").contains(" idle "), "{text}");
+}
+
+#[test]
 fn processes_started_at_once_on_one_tag_print_distinct_ids() {
     let (_dir, db) = common::temp_registry();
     let children: Vec<_> = (0..6)
@@ -146,6 +220,10 @@ fn hostile_command_lines_are_refused_by_name_and_never_echo_a_password() {
         (
             vec!["segment", "list", "--store", ":memory:"],
             vec!["in-memory databases"],
+        ),
+        (
+            vec!["segment", "list", "--sample", "0"],
+            vec!["expected a number of seconds from 0.001 to 3600"],
         ),
         (
             vec![
