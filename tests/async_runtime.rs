@@ -52,7 +52,7 @@ fn voluntary_switches() -> i64 {
 #[derive(Default)]
 struct PollStats {
     polls: AtomicU64,
-    /// Polls that took over 1 ms and switched voluntarily: the thread blocked.
+    /// Polls that took over 10 ms and switched voluntarily: the thread blocked.
     blocking_polls: AtomicU64,
     longest_blocking_micros: AtomicU64,
 }

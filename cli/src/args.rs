@@ -118,12 +118,14 @@ pub(crate) enum SegmentAction {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
-        /// Read every tag twice, this many seconds apart (0.001 to 3600), to measure the
+        /// Read every tag twice, this many seconds apart (0.001 to 86400), to measure the
         /// rate at which processes take its IDs from the store, and show its runway: the
-        /// IDs left at that rate ("idle" when no range was taken in the window; "-"
-        /// without --sample). Take a window longer than a range lasts: ranges are taken
-        /// in steps, so a short window sees a burst or nothing.
-        #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+        /// IDs left at that rate. Without a rise the runway column says why: "idle" (the
+        /// counter did not move), "gave back" (it went down: a process gave its unused
+        /// range back at shutdown, which hides the rate), "new" (created in the window);
+        /// "-" without --sample. Ranges are taken in steps sized to last about 30 s (a
+        /// generator's range_lifetime), so sample for longer than that.
+        #[arg(long, value_name = "SECONDS", value_parser = parse_sample)]
         sample: Option<Duration>,
         #[command(flatten)]
         store: SegmentStoreArgs,
@@ -344,10 +346,19 @@ fn parse_pattern(text: &str) -> Result<Pattern, String> {
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 3600)
+}
+
+/// Seconds from 0.001 to `max`, as a user types them (fractions allowed).
+fn parse_seconds(text: &str, max: u32) -> Result<Duration, String> {
     match text.trim().parse::<f64>() {
-        Ok(secs) if (0.001..=3600.0).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
-        _ => Err("expected a number of seconds from 0.001 to 3600".into()),
+        Ok(secs) if (0.001..=f64::from(max)).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("expected a number of seconds from 0.001 to {max}")),
     }
+}
+
+fn parse_sample(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 86_400)
 }
 
 fn parse_path(text: &str) -> Result<PathBuf, String> {

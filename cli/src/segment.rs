@@ -79,7 +79,7 @@ pub(crate) fn run(
             store,
         } => {
             let store = open_store(store, env)?;
-            let (tags, rates) = read_tags(&*store, *sample)?;
+            let (tags, sampled) = read_tags(&*store, *sample)?;
             let when = |ms: u64| {
                 if ms == 0 {
                     "-".to_owned()
@@ -88,17 +88,17 @@ pub(crate) fn run(
                 }
             };
             let left = |max_id: u64| (i64::MAX as u64).saturating_sub(max_id);
-            let rate = |t: &TagRecord| rates.get(&t.tag).copied();
-            let runway_secs = |t: &TagRecord| {
-                rate(t)
-                    .filter(|r| *r > 0.0)
-                    .map(|r| left(t.max_id) as f64 / r)
+            let rate = |t: &TagRecord| {
+                sampled.as_ref().map_or(Rate::NotSampled, |(_, rates)| {
+                    rates.get(&t.tag).copied().unwrap_or(Rate::New)
+                })
             };
             let mut out = Lines::new(stdout);
             if *json {
                 let rows: Vec<_> = tags
                     .iter()
                     .map(|t| {
+                        let rate = rate(t);
                         serde_json::json!({
                             "tag": t.tag,
                             "max_id": t.max_id,
@@ -106,37 +106,35 @@ pub(crate) fn run(
                             "description": t.description,
                             "updated_ms": t.updated_ms,
                             "ids_left": left(t.max_id),
-                            "rate_per_sec": rate(t),
-                            "runway_secs": runway_secs(t),
+                            "rate_per_sec": rate.per_sec(),
+                            "runway_secs": rate.runway_secs(left(t.max_id)),
+                            "sample": rate.name(),
                         })
                     })
                     .collect();
                 out.line(serde_json::json!({
                     "store": store.describe(),
-                    "sample_secs": sample.map(|s| s.as_secs_f64()),
+                    "sample_secs": sampled.as_ref().map(|(secs, _)| *secs),
                     "tags": rows,
                 }))?;
             } else {
                 out.line(format_args!("store {}", store.describe()))?;
                 out.line(format_args!(
-                    "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>12}  {:>16}  description",
+                    "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>14}  {:>14}  description",
                     "tag", "max_id (next ID)", "step", "updated", "ids_left", "IDs/s", "runway"
                 ))?;
                 for t in &tags {
-                    let (rate_text, runway_text) = match (rate(t), runway_secs(t)) {
-                        (None, _) => ("-".to_owned(), "-".to_owned()),
-                        (Some(r), None) => (format!("{r:.1}"), "idle".to_owned()),
-                        (Some(r), Some(secs)) => (format!("{r:.1}"), span(secs)),
-                    };
+                    let rate = rate(t);
                     out.line(format_args!(
-                        "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>12}  {:>16}  {}",
+                        "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>14}  {:>14}  {}",
                         t.tag,
                         t.max_id,
                         t.step,
                         when(t.updated_ms),
                         left(t.max_id),
-                        rate_text,
-                        runway_text,
+                        rate.per_sec().map_or("-".to_owned(), |r| format!("{r:.1}")),
+                        rate.runway_secs(left(t.max_id))
+                            .map_or_else(|| rate.name().to_owned(), span),
                         t.description
                     ))?;
                 }
@@ -174,42 +172,139 @@ pub(crate) fn run(
     }
 }
 
-/// The store's tags, and with a sample window each tag's rate: how fast its counter
-/// moved between two reads (IDs per second; tags created in the window have none).
+/// What a sample window saw of one tag's counter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rate {
+    /// No `--sample`.
+    NotSampled,
+    /// The tag was created during the window.
+    New,
+    /// The counter went down: a process gave its unused range back (at every graceful
+    /// shutdown) or the store was restored; how fast IDs are taken is unknown.
+    GaveBack,
+    /// The counter rose this many IDs a second (0: "idle").
+    PerSec(f64),
+}
+
+impl Rate {
+    fn per_sec(self) -> Option<f64> {
+        match self {
+            Rate::PerSec(rate) => Some(rate),
+            _ => None,
+        }
+    }
+
+    /// IDs left at this rate, in seconds; `None` unless the counter rose.
+    fn runway_secs(self, ids_left: u64) -> Option<f64> {
+        self.per_sec()
+            .filter(|rate| *rate > 0.0)
+            .map(|rate| ids_left as f64 / rate)
+    }
+
+    /// What the runway column shows when there is no runway.
+    fn name(self) -> &'static str {
+        match self {
+            Rate::NotSampled => "-",
+            Rate::New => "new",
+            Rate::GaveBack => "gave back",
+            Rate::PerSec(rate) if rate > 0.0 => "measured",
+            Rate::PerSec(_) => "idle",
+        }
+    }
+}
+
+/// The store's tags (as the second read saw them), and with a sample window the seconds
+/// between the two reads and each tag's [`Rate`].
+#[allow(clippy::type_complexity)]
 fn read_tags(
     store: &dyn SegmentStore,
     sample: Option<Duration>,
-) -> Result<(Vec<TagRecord>, HashMap<String, f64>), Failure> {
+) -> Result<(Vec<TagRecord>, Option<(f64, HashMap<String, Rate>)>), Failure> {
     let first = store.tags()?;
     let Some(window) = sample else {
-        return Ok((first, HashMap::new()));
+        return Ok((first, None));
     };
-    let read_at = Instant::now();
+    // Each read's time is when it returned, so a slow store's round trip is in the
+    // divisor as much as in the counters.
+    let first_at = Instant::now();
     std::thread::sleep(window);
     let second = store.tags()?;
-    let secs = read_at.elapsed().as_secs_f64();
-    let before: HashMap<_, _> = first.into_iter().map(|t| (t.tag, t.max_id)).collect();
-    let rates = second
-        .iter()
-        .filter_map(|t| {
-            // A counter that went down (a store restored from a backup) has no rate.
-            let moved = t.max_id.checked_sub(*before.get(&t.tag)?)?;
-            Some((t.tag.clone(), moved as f64 / secs))
-        })
-        .collect();
-    Ok((second, rates))
+    let secs = first_at.elapsed().as_secs_f64();
+    let rates = rates(&first, &second, secs);
+    Ok((second, Some((secs, rates))))
 }
 
-/// A runway as a person reads it: the largest unit that is at least one, one decimal.
+/// Each tag's rate between two reads `secs` apart (tags only in `second` have none).
+fn rates(first: &[TagRecord], second: &[TagRecord], secs: f64) -> HashMap<String, Rate> {
+    let before: HashMap<&str, u64> = first.iter().map(|t| (t.tag.as_str(), t.max_id)).collect();
+    second
+        .iter()
+        .filter_map(|t| {
+            let was = *before.get(t.tag.as_str())?;
+            let rate = match t.max_id.checked_sub(was) {
+                Some(moved) => Rate::PerSec(moved as f64 / secs),
+                None => Rate::GaveBack,
+            };
+            Some((t.tag.clone(), rate))
+        })
+        .collect()
+}
+
+/// A runway as a person reads it: the largest unit that is at least one, to one decimal,
+/// and past 10,000 years in powers of ten (a quiet tag's runway is astronomical).
 fn span(secs: f64) -> String {
+    const YEAR: f64 = 365.25 * 86_400.0;
     const UNITS: [(f64, &str); 4] = [
-        (365.25 * 86_400.0, "years"),
+        (YEAR, "years"),
         (86_400.0, "days"),
         (3_600.0, "h"),
         (60.0, "min"),
     ];
+    if secs >= 10_000.0 * YEAR {
+        return format!("{:.1e} years", secs / YEAR);
+    }
     UNITS.iter().find(|(unit, _)| secs >= *unit).map_or_else(
         || format!("{secs:.1} s"),
         |(unit, name)| format!("{:.1} {name}", secs / unit),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(tag: &str, max_id: u64) -> TagRecord {
+        TagRecord::new(tag.to_owned(), max_id, 1000, String::new(), 0)
+    }
+
+    #[test]
+    fn a_sample_tells_rising_idle_new_and_given_back_counters_apart() {
+        let first = [record("up", 100), record("still", 7), record("back", 5_000)];
+        let second = [
+            record("up", 4_100),
+            record("still", 7),
+            record("back", 4_001),
+            record("new", 1),
+        ];
+        let rates = rates(&first, &second, 2.0);
+        assert_eq!(rates["up"], Rate::PerSec(2_000.0));
+        assert_eq!(rates["still"], Rate::PerSec(0.0));
+        assert_eq!(rates["still"].name(), "idle");
+        assert_eq!(rates["back"], Rate::GaveBack);
+        assert!(!rates.contains_key("new"), "created in the window: no rate");
+        assert_eq!(Rate::PerSec(2_000.0).runway_secs(1_000_000), Some(500.0));
+        assert_eq!(Rate::PerSec(0.0).runway_secs(1_000_000), None);
+        assert_eq!(Rate::GaveBack.runway_secs(1_000_000), None);
+    }
+
+    #[test]
+    fn runways_read_in_the_largest_fitting_unit() {
+        assert_eq!(span(30.0), "30.0 s");
+        assert_eq!(span(90.0), "1.5 min");
+        assert_eq!(span(5_400.0), "1.5 h");
+        assert_eq!(span(86_400.0 * 3.0), "3.0 days");
+        assert_eq!(span(365.25 * 86_400.0 * 2.0), "2.0 years");
+        // i64::MAX IDs at one a second: 2.9e11 years, not a 15-digit figure.
+        assert_eq!(span(i64::MAX as f64), "2.9e11 years");
+    }
 }
