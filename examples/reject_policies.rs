@@ -46,9 +46,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             TakeDecision::Fail
         }
     }))?;
-    while generator.next_uid().is_ok() {}
+    // The padder fills in steps, so a call may be refused, retry, and be served: drain
+    // until a pause brings no more, then count the refusals of one call on the empty ring.
+    drain(&generator);
+    refusals.store(0, Ordering::Relaxed);
+    let err = generator.next_uid().expect_err("the ring stays empty");
     println!(
-        "custom: gave up after {} refusals",
+        "custom: gave up after {} refusals: {err}",
         refusals.load(Ordering::Relaxed)
     );
     assert_eq!(refusals.load(Ordering::Relaxed), 4);
@@ -66,18 +70,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             seen.fetch_add(1, Ordering::Relaxed);
         })
         .build()?;
-    // The padder fills to demand in growing steps: drain until a pause brings no more.
-    loop {
-        while generator.next_uid().is_ok() {}
-        std::thread::sleep(Duration::from_millis(50));
-        if generator.next_uid().is_err() {
-            break;
-        }
-    }
+    // The padder fills to demand in growing steps.
+    drain(&generator);
     println!(
         "put handler: {} rounds held back by the cap",
         held_back.load(Ordering::Relaxed)
     );
     assert!(held_back.load(Ordering::Relaxed) > 0);
     Ok(())
+}
+
+/// Takes until a pause brings no more IDs: the padder has put all the stopped clock allows.
+fn drain(generator: &CachedUidGenerator) {
+    loop {
+        while generator.next_uid().is_ok() {}
+        std::thread::sleep(Duration::from_millis(50));
+        if generator.next_uid().is_err() {
+            return;
+        }
+    }
 }
