@@ -72,7 +72,8 @@ impl<F: Future> Future for Timed<'_, F> {
         let took = start.elapsed();
         // 10 ms, not less: a poll that registers a tokio timer takes the runtime's timer
         // lock, and under a parallel test run its holder can be preempted for a few ms
-        // (a 2.2 ms poll was seen once). Blocking in the generator shows as hundreds.
+        // (a 2.2 ms poll was seen once). Blocking in the generator shows as hundreds (the
+        // control below waits 300 ms and more).
         let blocked = voluntary_switches() > switches && took > Duration::from_millis(10);
         self.stats.polls.fetch_add(1, Ordering::Relaxed);
         if blocked {

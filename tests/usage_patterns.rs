@@ -334,13 +334,16 @@ fn takes_do_not_wake_a_padder_that_waits_for_the_clock() {
         .take_reject_policy(TakeRejectPolicy::fail_fast())
         .build()
         .unwrap();
-    // The padder fills the tick in growing steps: drain until a pause brings no more.
+    // The padder fills the tick in growing steps: drain until a round was held back by
+    // the cap (the tick is all put: nothing more can come) and the ring is empty.
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         while generator.next_uid().is_ok() {}
-        thread::sleep(Duration::from_millis(20));
-        if generator.next_uid().is_err() {
+        if generator.stats().rejected_puts > 0 && generator.next_uid().is_err() {
             break;
         }
+        assert!(Instant::now() < deadline, "{:?}", generator.stats());
+        thread::sleep(Duration::from_millis(10));
     }
     let before = generator.stats().padding_rounds;
     let start = Instant::now();

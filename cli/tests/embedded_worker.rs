@@ -102,23 +102,32 @@ fn a_run_killed_with_sigkill_frees_its_worker_id_after_its_lease_ttl() {
             "--worker-id",
             "3",
             "--lease-ttl",
-            "1",
+            "3",
         ],
     )
+    .stdout(std::process::Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Its first ID proves it holds the lease (a fixed sleep may end before a slow start).
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
     child.kill().unwrap();
+    child.wait().unwrap();
     // Killed: no success status, but every whole line it printed is an ID it issued.
-    let out = child.wait_with_output().unwrap();
-    let dead: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let dead: Vec<u64> = first
         .lines()
+        .chain(rest.lines())
         .filter_map(|line| line.parse().ok())
         .collect();
+    assert!(!dead.is_empty(), "the first line was an ID: {first:?}");
+    // Renewed every second, so held for 2 s at least after the kill.
     let refused = uidgen(&db, &["next", "--worker-id", "3"]).output().unwrap();
     assert!(!refused.status.success(), "held until the lease expires");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("is leased by"));
-    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    std::thread::sleep(std::time::Duration::from_millis(3_500));
     let again = printed_ids(
         &uidgen(&db, &["next", "-n", "5", "--worker-id", "3"])
             .output()

@@ -342,7 +342,9 @@ fn case6_layouts_with_many_sequence_bits_work_fast_and_small() {
             .unwrap();
         assert_eq!(ids.len(), 1);
         assert_eq!(bits.parse(ids[0]).unwrap().worker_id, 1);
-        assert!(took < Duration::from_secs(1), "{layout}: {took:?}");
+        // Not a speed goal (those live in benchmarks): a ring sized by the layout's
+        // sequence instead of by demand fills for minutes, or runs out of the memory above.
+        assert!(took < Duration::from_secs(10), "{layout}: {took:?}");
     }
 }
 
