@@ -37,13 +37,21 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// holds it (recovering from poisoning as [`lock`] does).
 pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
     for _ in 0..16 {
-        match mutex.try_lock() {
-            Ok(guard) => return Some(guard),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => std::hint::spin_loop(),
+        if let Some(guard) = try_lock_once(mutex) {
+            return Some(guard);
         }
+        std::hint::spin_loop();
     }
     None
+}
+
+/// One try at [`try_lock`]: `None` at once while another thread holds `mutex`.
+pub(crate) fn try_lock_once<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match mutex.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
 }
 
 /// A caught panic's message, for a log line or an error.

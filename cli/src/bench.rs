@@ -14,9 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
-use uidgen::{
-    BitsAllocator, CachedUidGenerator, IdSource, SegmentGenerator, UidError, UidGenerator,
-};
+use uidgen::{BitsAllocator, CachedUidGenerator, IdSource, UidError, UidGenerator};
 
 /// Calls between two looks at the stop flag and the progress counter.
 const CALLS_PER_ROUND: u64 = 1024;
@@ -211,18 +209,9 @@ impl<'a> Generators<'a> {
         }
     }
 
-    /// The baseline counters: no layout, no worker IDs, no ring.
-    pub fn baseline(all: &'a [SharedCounter]) -> Self {
-        Self {
-            calls: all.iter().map(|c| c as &dyn IdSource).collect(),
-            rings: Vec::new(),
-            bits: None,
-            worker_ids: Vec::new(),
-        }
-    }
-
-    /// Segment generators: no layout, no worker IDs, no ring.
-    pub fn segment(all: &'a [SegmentGenerator]) -> Self {
+    /// Sources with no layout, no worker IDs and no ring: segment generators, or the
+    /// baseline counters.
+    pub fn without_layout<T: IdSource>(all: &'a [T]) -> Self {
         Self {
             calls: all.iter().map(|g| g as &dyn IdSource).collect(),
             rings: Vec::new(),

@@ -202,7 +202,7 @@ fn bench(
             let (all, store) = segment_generators(args, generators, env)?;
             let mut report = bench::run(
                 "segment",
-                &bench::Generators::segment(&all),
+                &bench::Generators::without_layout(&all),
                 &options,
                 &progress,
             );
@@ -229,7 +229,7 @@ fn bench(
                 .collect();
             bench::run(
                 "fetch-add",
-                &bench::Generators::baseline(&all),
+                &bench::Generators::without_layout(&all),
                 &options,
                 &progress,
             )

@@ -89,8 +89,8 @@ pub(crate) fn run(
             };
             let left = |max_id: u64| (i64::MAX as u64).saturating_sub(max_id);
             let rate = |t: &TagRecord| {
-                sampled.as_ref().map_or(Rate::NotSampled, |(_, rates)| {
-                    rates.get(&t.tag).copied().unwrap_or(Rate::New)
+                sampled.as_ref().map_or(Rate::NotSampled, |sample| {
+                    sample.rates.get(&t.tag).copied().unwrap_or(Rate::New)
                 })
             };
             let mut out = Lines::new(stdout);
@@ -114,7 +114,7 @@ pub(crate) fn run(
                     .collect();
                 out.line(serde_json::json!({
                     "store": store.describe(),
-                    "sample_secs": sampled.as_ref().map(|(secs, _)| *secs),
+                    "sample_secs": sampled.as_ref().map(|sample| sample.secs),
                     "tags": rows,
                 }))?;
             } else {
@@ -213,13 +213,17 @@ impl Rate {
     }
 }
 
-/// The store's tags (as the second read saw them), and with a sample window the seconds
-/// between the two reads and each tag's [`Rate`].
-#[allow(clippy::type_complexity)]
+/// What `--sample` measured: the seconds between the two reads, and each tag's rate.
+struct Sample {
+    secs: f64,
+    rates: HashMap<String, Rate>,
+}
+
+/// The store's tags (as the second read saw them, with a sample window).
 fn read_tags(
     store: &dyn SegmentStore,
     sample: Option<Duration>,
-) -> Result<(Vec<TagRecord>, Option<(f64, HashMap<String, Rate>)>), Failure> {
+) -> Result<(Vec<TagRecord>, Option<Sample>), Failure> {
     let first = store.tags()?;
     let Some(window) = sample else {
         return Ok((first, None));
@@ -231,7 +235,7 @@ fn read_tags(
     let second = store.tags()?;
     let secs = first_at.elapsed().as_secs_f64();
     let rates = rates(&first, &second, secs);
-    Ok((second, Some((secs, rates))))
+    Ok((second, Some(Sample { secs, rates })))
 }
 
 /// Each tag's rate between two reads `secs` apart (tags only in `second` have none).

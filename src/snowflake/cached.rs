@@ -561,12 +561,9 @@ impl CachedUidGenerator {
             self.request_padding();
             return;
         }
-        let mut padder = match self.filler.try_lock() {
-            Ok(padder) => padder,
-            // A user's clock panicked in the thread's round: the state is still whole
-            // (see `lock`).
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return,
+        // One try: a filler at it already (a taker or the thread) is all this take needs.
+        let Some(mut padder) = crate::sync::try_lock_once(&self.filler) else {
+            return;
         };
         // A user's clock may panic; a take must not. After one such panic takers stop
         // filling for good (one log line, not one per take) and leave it to the thread.
