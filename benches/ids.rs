@@ -1,4 +1,4 @@
-//! uidgen against its peers and two baselines, on 1, 2 and 4 threads.
+//! uidgen against its peers and baselines, on 1, 2 and 4 threads.
 //!
 //! Every benchmark measures IDs per second (`Throughput::Elements`); multi-thread runs use
 //! `iter_custom` with a barrier, so thread start-up is not timed. `scripts/bench` turns
@@ -11,6 +11,13 @@
 //! same ones at scale): `alternate/N` (N generators called in turn from one thread) beside
 //! `single/1`, `churn/1` (a thread started for one ID) beside `spawn_only/1`, and
 //! `light/µs` (one call after each pause of that many microseconds, only the calls timed).
+//!
+//! Two baselines are floors, not generators: the least an ID source that keeps order
+//! across threads without locks must do per ID beside its one shared `fetch_add`, so a
+//! ratio against `fetch_add` can be read against what any such design could reach in the
+//! same run. `baseline-floor-range` adds a check against a range's bounds (a line no one
+//! writes), as a range chain does; `baseline-floor-slot` adds the read of a pre-built ID
+//! from a ring that is never refilled, as a ring of pre-built IDs does.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -85,6 +92,57 @@ fn segment_generator() -> (uidgen::SegmentGenerator, tempfile::TempDir) {
     (generator, dir)
 }
 
+/// One range that never runs out: a take is the chain's take without its range switch.
+struct RangeFloor {
+    bounds: crossbeam_utils::CachePadded<(AtomicU64, AtomicU64)>,
+    cursor: crossbeam_utils::CachePadded<AtomicU64>,
+}
+
+impl Default for RangeFloor {
+    fn default() -> Self {
+        Self {
+            bounds: crossbeam_utils::CachePadded::new((
+                AtomicU64::new(1 << 40),
+                AtomicU64::new(u64::MAX),
+            )),
+            cursor: Default::default(),
+        }
+    }
+}
+
+impl RangeFloor {
+    #[inline]
+    fn take(&self) -> Option<u64> {
+        let start = self.bounds.0.load(Ordering::Relaxed);
+        let end = self.bounds.1.load(Ordering::Acquire);
+        let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
+        (offset < end - start).then_some(start + offset)
+    }
+}
+
+/// A ring of pre-built IDs the size of the cached generator's default one, filled once.
+struct SlotFloor {
+    slots: Box<[AtomicU64]>,
+    cursor: crossbeam_utils::CachePadded<AtomicU64>,
+}
+
+impl Default for SlotFloor {
+    fn default() -> Self {
+        Self {
+            slots: (0..1u64 << 16).map(AtomicU64::new).collect(),
+            cursor: Default::default(),
+        }
+    }
+}
+
+impl SlotFloor {
+    #[inline]
+    fn take(&self) -> u64 {
+        let position = self.cursor.fetch_add(1, Ordering::Relaxed);
+        self.slots[(position & ((1 << 16) - 1)) as usize].load(Ordering::Relaxed)
+    }
+}
+
 fn contenders() -> Vec<Contender> {
     let cached = patient_cached(1);
     let default_s = DefaultUidGenerator::new(BitsAllocator::default(), 2).unwrap();
@@ -93,6 +151,8 @@ fn contenders() -> Vec<Contender> {
     // On a line of its own, as a well-placed shared counter would be: a small allocation
     // can share a line with data another thread writes, which slows the add.
     let fetch_add = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+    let range_floor = RangeFloor::default();
+    let slot_floor = SlotFloor::default();
     let snowflaked = snowflaked::sync::Generator::new(4);
     let ferroid: ferroid::generator::AtomicSnowflakeGenerator<ferroid::id::SnowflakeTwitterId, _> =
         ferroid::generator::AtomicSnowflakeGenerator::new(
@@ -129,6 +189,20 @@ fn contenders() -> Vec<Contender> {
             threads: ONE_TWO_FOUR,
             call: Box::new(move || {
                 black_box(fetch_add.fetch_add(1, Ordering::Relaxed));
+            }),
+        },
+        Contender {
+            name: "baseline-floor-range",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(range_floor.take());
+            }),
+        },
+        Contender {
+            name: "baseline-floor-slot",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(slot_floor.take());
             }),
         },
         Contender {

@@ -391,6 +391,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             c2 / f2,
             verdict(c2 >= f2)
         );
+        // What any lock-free, ordered design could reach here: the add plus the least
+        // such a design does with its result (see benches/ids.rs).
+        for (floor, what) in [
+            ("baseline-floor-range", "a range check"),
+            ("baseline-floor-slot", "a pre-built slot's read"),
+        ] {
+            if let Some(x) = get(&threads, floor, 2) {
+                let _ = writeln!(
+                    targets,
+                    "| … reference, not a generator: `fetch_add` plus {what} (`{floor}`), 2 threads | {} vs {} = {:.2}× | reference |",
+                    m(x),
+                    m(f2),
+                    x / f2
+                );
+            }
+        }
     }
     if let (Some(c2), Some(c4)) = (cached(2), cached(4)) {
         let _ = writeln!(
@@ -527,7 +543,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         env("UIDGEN_BENCH_COMMAND"),
         env("UIDGEN_BENCH_DATE")
     );
-    let _ = writeln!(out, "- machine: {} cores, {}\n- rustc: {}\n- criterion: warm-up 0.5 s, 2 s of measurement, 20 samples per benchmark; IDs/s is elements over the median time per iteration, and the interval is criterion's 95% interval of that median. The mean column (and the plot) use the mean time instead: a generator that stalls now and then (⚠, e.g. one waiting for the next tick) is fast at the median and slow on average.\n- peers, each through its own thread-safe API: `uuid` v4 and v7, `ulid` (`Ulid::generate`), `snowflaked::sync::Generator`, `ferroid::AtomicSnowflakeGenerator`, and `rs-snowflake`'s generator and pre-built bucket, each behind a `Mutex` because they need `&mut`.\n- baselines: one `AtomicU64::fetch_add` shared by the same threads, and a plain counter.\n", env("UIDGEN_BENCH_NPROC"), env("UIDGEN_BENCH_CPU"), env("UIDGEN_BENCH_RUSTC"));
+    let _ = writeln!(out, "- machine: {} cores, {}\n- rustc: {}\n- criterion: warm-up 0.5 s, 2 s of measurement, 20 samples per benchmark; IDs/s is elements over the median time per iteration, and the interval is criterion's 95% interval of that median. The mean column (and the plot) use the mean time instead: a generator that stalls now and then (⚠, e.g. one waiting for the next tick) is fast at the median and slow on average.\n- peers, each through its own thread-safe API: `uuid` v4 and v7, `ulid` (`Ulid::generate`), `snowflaked::sync::Generator`, `ferroid::AtomicSnowflakeGenerator`, and `rs-snowflake`'s generator and pre-built bucket, each behind a `Mutex` because they need `&mut`.\n- baselines: one `AtomicU64::fetch_add` shared by the same threads, a plain counter, and two floors: that `fetch_add` plus the least a lock-free generator that keeps order across threads does with its result (`baseline-floor-range`: a check against a range's bounds; `baseline-floor-slot`: the read of a pre-built ID from a ring filled once).\n", env("UIDGEN_BENCH_NPROC"), env("UIDGEN_BENCH_CPU"), env("UIDGEN_BENCH_RUSTC"));
     let _ = writeln!(out, "## Targets\n\n{targets}");
     let _ = writeln!(out, "![IDs per second against threads](throughput.svg)\n");
     let _ = writeln!(
