@@ -220,6 +220,20 @@ fn stalled_generator(clock: &ManualClock, policy: TakeRejectPolicy) -> CachedUid
     gen
 }
 
+/// The next ID, retrying the take policy's refusals (`BufferExhausted`) until `within`
+/// has passed: a loaded machine may run neither the padding thread nor a taker's fill at
+/// once. Any other error fails the test at once.
+fn next_uid_within(gen: &CachedUidGenerator, within: Duration) -> u64 {
+    let deadline = Instant::now() + within;
+    loop {
+        match gen.next_uid() {
+            Ok(uid) => return uid,
+            Err(UidError::BufferExhausted { .. }) if Instant::now() < deadline => {}
+            Err(err) => panic!("no ID within {within:?}: {err:?}"),
+        }
+    }
+}
+
 fn stopped_clock() -> ManualClock {
     ManualClock::new(EPOCH_MS + 1_000_000)
 }
@@ -262,14 +276,7 @@ fn wait_policy_waits_for_the_padder_then_gives_up_at_its_bound() {
     // The capped padder rechecks the clock every 10 ms, so one 200 ms wait is ample on an
     // idle machine; a loaded one may not run the padder in time, so a refused take may be
     // retried, and what is checked is that waiting takes are served once it has run.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let uid = loop {
-        match gen.next_uid() {
-            Ok(uid) => break uid,
-            Err(UidError::BufferExhausted { .. }) if Instant::now() < deadline => {}
-            Err(err) => panic!("the padder did not refill in 10 s: {err:?}"),
-        }
-    };
+    let uid = next_uid_within(&gen, Duration::from_secs(10));
     opener.join().unwrap();
     assert!(gen.parse_uid(uid).is_ok());
 }
@@ -309,14 +316,7 @@ fn take_policies_bound_every_call_while_a_filler_is_stuck_mid_fill() {
     drop(held);
     // The thread, or this taker, fills again (a few tries of 200 ms: a busy CI machine
     // may run neither at once).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let uid = loop {
-        match gen.next_uid() {
-            Ok(uid) => break uid,
-            Err(err) if Instant::now() < deadline => eprintln!("not yet: {err}"),
-            Err(err) => panic!("never filled once the lock was free: {err}"),
-        }
-    };
+    let uid = next_uid_within(&gen, Duration::from_secs(10));
     assert!(gen.parse_uid(uid).is_ok());
 }
 
