@@ -107,11 +107,13 @@ pub use store::redact_url;
 pub use store::segment::{
     SegmentStore, TagRecord, MAX_BASE_STEP, MAX_DESCRIPTION_LEN, MAX_TAG_LEN,
 };
-pub use store::{is_credential_key, Cause, StoreError};
+pub use store::{is_credential_key, Cause, StoreError, StoreKind, StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "mysql")]
-pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
+pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA};
 #[cfg(feature = "postgres")]
-pub use store::{PostgresLeaseStore, PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
+pub use store::{
+    PostgresLeaseStore, PostgresSegmentStore, POSTGRES_LEASE_SCHEMA, POSTGRES_SEGMENT_SCHEMA,
+};
 #[cfg(feature = "redis")]
 pub use store::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]

@@ -7,141 +7,20 @@
 mod relay;
 #[path = "support/servers.rs"]
 mod servers;
+#[path = "support/stores.rs"]
+mod stores;
 
 use relay::{via, Relay};
-use servers::{mysql_url, postgres_url, random_suffix, redis_url};
+use servers::{mysql_url, postgres_url, redis_url};
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use stores::{for_each_store, Fixture, Leases as Shared, KINDS};
+use uidgen::StoreKind as Kind;
 use uidgen::{
-    Acquired, BitsAllocator, CachedUidGenerator, LeaseRecord, LeaseRequest, LeaseStore,
-    MySqlLeaseStore, PostgresLeaseStore, RedisLeaseStore, SqliteLeaseStore, StoreError,
-    UidGenerator, WorkerLease,
+    Acquired, BitsAllocator, CachedUidGenerator, LeaseRequest, LeaseStore, MySqlLeaseStore,
+    PostgresLeaseStore, RedisLeaseStore, SqliteLeaseStore, StoreError, UidGenerator, WorkerLease,
 };
-
-/// A store behind a trait object, so one test body serves every kind.
-#[derive(Debug, Clone)]
-struct Shared(Arc<dyn LeaseStore>);
-
-impl LeaseStore for Shared {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
-        self.0.acquire(request)
-    }
-    fn renew(&self, id: u64, holder: &str, ttl: Duration, mark: u64) -> Result<bool, StoreError> {
-        self.0.renew(id, holder, ttl, mark)
-    }
-    fn release(&self, id: u64, holder: &str, mark: u64) -> Result<bool, StoreError> {
-        self.0.release(id, holder, mark)
-    }
-    fn leases(&self) -> Result<Vec<LeaseRecord>, StoreError> {
-        self.0.leases()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Sqlite,
-    MySql,
-    Postgres,
-    Redis,
-}
-
-const KINDS: [Kind; 4] = [Kind::Sqlite, Kind::MySql, Kind::Postgres, Kind::Redis];
-
-/// One store of one kind, on a table (key prefix, file) no other test uses; dropped
-/// with it.
-struct Fixture {
-    kind: Kind,
-    name: String,
-    dir: Option<tempfile::TempDir>,
-}
-
-impl Kind {
-    fn parse(text: &str) -> Option<Self> {
-        KINDS.into_iter().find(|kind| format!("{kind:?}") == text)
-    }
-}
-
-impl Fixture {
-    fn new(kind: Kind) -> Self {
-        let suffix = random_suffix();
-        let (name, dir) = match kind {
-            Kind::Sqlite => (
-                "leases.sqlite3".to_owned(),
-                Some(tempfile::tempdir().expect("a temporary directory")),
-            ),
-            Kind::MySql | Kind::Postgres => (format!("wl_test_{suffix}"), None),
-            Kind::Redis => (format!("uidgen:test:{suffix}:"), None),
-        };
-        Self { kind, name, dir }
-    }
-
-    /// A new store object on the fixture's table: like another process's.
-    fn store(&self) -> Shared {
-        let store: Arc<dyn LeaseStore> = match self.kind {
-            Kind::Sqlite => Arc::new(SqliteLeaseStore::new(
-                self.dir
-                    .as_ref()
-                    .expect("sqlite dir")
-                    .path()
-                    .join(&self.name),
-            )),
-            Kind::MySql => Arc::new(
-                MySqlLeaseStore::new(&mysql_url())
-                    .and_then(|s| s.table(&self.name))
-                    .expect("the MySQL URL"),
-            ),
-            Kind::Postgres => Arc::new(
-                PostgresLeaseStore::new(&postgres_url())
-                    .and_then(|s| s.table(&self.name))
-                    .expect("the PostgreSQL URL"),
-            ),
-            Kind::Redis => Arc::new(
-                RedisLeaseStore::new(&redis_url())
-                    .and_then(|s| s.prefix(&self.name))
-                    .expect("the Redis URL"),
-            ),
-        };
-        Shared(store)
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let dropped = match self.kind {
-            Kind::Sqlite => Ok(()),
-            Kind::MySql => MySqlLeaseStore::new(&mysql_url())
-                .and_then(|s| s.table(&self.name))
-                .and_then(|s| s.destroy()),
-            Kind::Postgres => PostgresLeaseStore::new(&postgres_url())
-                .and_then(|s| s.table(&self.name))
-                .and_then(|s| s.destroy()),
-            Kind::Redis => RedisLeaseStore::new(&redis_url())
-                .and_then(|s| s.prefix(&self.name))
-                .and_then(|s| s.destroy()),
-        };
-        if let Err(e) = dropped {
-            eprintln!("could not drop {}: {e}", self.name);
-        }
-    }
-}
-
-/// Runs `body` once per kind of store; a failure names the store.
-fn for_each_store(body: impl Fn(&Fixture)) {
-    for kind in KINDS {
-        let fixture = Fixture::new(kind);
-        let started = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&fixture)));
-        if let Err(panic) = result {
-            eprintln!("failed on the {kind:?} store");
-            std::panic::resume_unwind(panic);
-        }
-        eprintln!("{kind:?}: ok in {:?}", started.elapsed());
-    }
-}
 
 fn request(holder: &str, ttl: Duration, max: u64, worker_id: Option<u64>) -> LeaseRequest<'_> {
     let mut request = LeaseRequest::new(holder, ttl, max);
@@ -164,7 +43,7 @@ fn granted(store: &Shared, holder: &str, max: u64, wanted: Option<u64>) -> (u64,
 #[test]
 fn lowest_free_first_and_reuse_with_the_released_mark() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.lease_store();
         assert_eq!(granted(&store, "a", 1023, None), (0, 0));
         assert_eq!(granted(&store, "b", 1023, None), (1, 0));
         assert_eq!(granted(&store, "c", 1023, None), (2, 0));
@@ -203,10 +82,67 @@ fn lowest_free_first_and_reuse_with_the_released_mark() {
     });
 }
 
+/// "Lowest free" is one rule on every engine: the lowest worker ID that is never used,
+/// or released, or expired, whichever is lowest (the review found SQLite taking a gap
+/// below a released row and the others taking the released row).
+#[test]
+fn lowest_free_is_the_same_on_every_store_with_a_released_row_above_a_gap() {
+    for_each_store(|fixture| {
+        let store = fixture.lease_store();
+        // Rows 3 and 7 only, by name: 0, 1, 2, 4, 5, 6 are gaps never used.
+        assert_eq!(granted(&store, "a", 1023, Some(3)), (3, 0));
+        assert_eq!(granted(&store, "b", 1023, Some(7)), (7, 0));
+        assert!(store.release(3, "a", 77).unwrap());
+        // The gap 0 is below the released row 3: 0 first.
+        assert_eq!(granted(&store, "c", 1023, None), (0, 0));
+        assert_eq!(granted(&store, "d", 1023, None), (1, 0));
+        assert_eq!(granted(&store, "e", 1023, None), (2, 0));
+        // Now the released row 3 is below the gap 4: 3, with its mark.
+        assert_eq!(granted(&store, "f", 1023, None), (3, 77));
+        assert_eq!(granted(&store, "g", 1023, None), (4, 0));
+        // An expired lease counts as free: 7's holder never renews (TTL 300 ms).
+        assert!(store.renew(7, "b", Duration::from_millis(300), 0).unwrap());
+        std::thread::sleep(Duration::from_millis(600));
+        assert!(store.release(1, "d", 11).unwrap());
+        assert_eq!(
+            granted(&store, "h", 1023, None),
+            (1, 11),
+            "released 1 < gap 5"
+        );
+        assert_eq!(granted(&store, "i", 1023, None), (5, 0));
+        assert_eq!(granted(&store, "j", 1023, None), (6, 0));
+        assert_eq!(
+            granted(&store, "k", 1023, None),
+            (7, 0),
+            "expired 7 < gap 8"
+        );
+        assert_eq!(store.leases().unwrap().len(), 8);
+    });
+}
+
+/// The time mark only goes up while a holder renews (whatever order renewals arrive
+/// in); only its release, which knows the exact ticks used, sets it.
+#[test]
+fn the_time_mark_never_goes_down_on_renewal() {
+    for_each_store(|fixture| {
+        let store = fixture.lease_store();
+        assert_eq!(granted(&store, "a", 1023, None), (0, 0));
+        for (mark, expected) in [(1_000, 1_000), (900, 1_000), (1_500, 1_500), (0, 1_500)] {
+            assert!(store.renew(0, "a", TTL, mark).unwrap());
+            assert_eq!(store.leases().unwrap()[0].mark_ms, expected, "after {mark}");
+        }
+        // Another holder cannot move it at all.
+        assert!(!store.renew(0, "b", TTL, 9_999).unwrap());
+        assert_eq!(store.leases().unwrap()[0].mark_ms, 1_500);
+        assert!(store.release(0, "a", 1_200).unwrap());
+        assert_eq!(granted(&store, "c", 1023, None), (0, 1_200));
+    });
+}
+
 #[test]
 fn a_requested_id_held_by_a_live_lease_is_refused_until_released() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.lease_store();
         assert_eq!(granted(&store, "a", 1023, Some(7)), (7, 0));
         match store.acquire(&request("b", TTL, 1023, Some(7))).unwrap() {
             Acquired::Held { holder, expires_in } => {
@@ -230,7 +166,7 @@ fn a_requested_id_held_by_a_live_lease_is_refused_until_released() {
 #[test]
 fn leases_expire_on_the_store_clock() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.lease_store();
         let short = Duration::from_millis(300);
         match store.acquire(&request("a", short, 1023, None)).unwrap() {
             Acquired::Granted { worker_id, .. } => assert_eq!(worker_id, 0),
@@ -259,7 +195,7 @@ fn leases_expire_on_the_store_clock() {
 #[test]
 fn exhausted_when_every_id_up_to_the_max_is_live() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.lease_store();
         for (holder, id) in [("a", 0), ("b", 1), ("c", 2)] {
             assert_eq!(granted(&store, holder, 2, None).0, id);
         }
@@ -287,7 +223,7 @@ fn ten_thousand_acquire_release_cycles_never_run_out() {
         .map(|kind| {
             std::thread::spawn(move || {
                 let fixture = Fixture::new(kind);
-                let store = fixture.store();
+                let store = fixture.lease_store();
                 let started = Instant::now();
                 for cycle in 0..10_000_u64 {
                     let holder = format!("h{cycle}");
@@ -320,12 +256,12 @@ fn eight_threads_acquiring_at_once_get_distinct_ids() {
     for_each_store(|fixture| {
         // The table exists before the race, as it would in production after the first
         // process.
-        fixture.store().leases().unwrap();
+        fixture.lease_store().leases().unwrap();
         let barrier = Arc::new(Barrier::new(8));
         let per_thread = 16;
         let threads: Vec<_> = (0..8)
             .map(|t| {
-                let store = fixture.store();
+                let store = fixture.lease_store();
                 let barrier = Arc::clone(&barrier);
                 std::thread::spawn(move || {
                     barrier.wait();
@@ -353,32 +289,15 @@ fn eight_threads_acquiring_at_once_get_distinct_ids() {
 /// `kind|name|sqlite dir|start at (Unix ms)`.
 const CHILD_ENV: &str = "UIDGEN_LEASE_STORES_CHILD";
 
-/// In a child process: the parent's store, from the kind, name and folder it passed.
-fn store_in_child(kind: &str, name: &str, dir: &str) -> Shared {
-    // Never dropped here: the parent's fixture drops the table (or owns the folder).
-    let fixture = std::mem::ManuallyDrop::new(Fixture {
-        kind: Kind::parse(kind).expect("a kind of store"),
-        name: name.to_owned(),
-        dir: None,
-    });
-    match fixture.kind {
-        // The parent owns the temporary directory: only its path comes here.
-        Kind::Sqlite => Shared(Arc::new(SqliteLeaseStore::new(
-            std::path::Path::new(dir).join(name),
-        ))),
-        _ => fixture.store(),
-    }
+/// In a child process: the parent's store, from the fixture's spec it passed.
+fn store_in_child(spec: &str) -> Shared {
+    Fixture::from_spec(spec).lease_store()
 }
 
 #[test]
 fn eight_processes_acquiring_at_once_get_distinct_ids() {
     for_each_store(|fixture| {
-        fixture.store().leases().unwrap();
-        let dir = fixture
-            .dir
-            .as_ref()
-            .map(|d| d.path().display().to_string())
-            .unwrap_or_default();
+        fixture.lease_store().leases().unwrap();
         // A start time a little ahead, so the children (started one by one) race.
         let start_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -395,10 +314,7 @@ fn eight_processes_acquiring_at_once_get_distinct_ids() {
                         "--ignored",
                         "--nocapture",
                     ])
-                    .env(
-                        CHILD_ENV,
-                        format!("{:?}|{}|{dir}|{start_ms}", fixture.kind, fixture.name),
-                    )
+                    .env(CHILD_ENV, format!("{start_ms}|{}", fixture.spec()))
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::inherit())
                     .spawn()
@@ -429,11 +345,8 @@ fn eight_processes_acquiring_at_once_get_distinct_ids() {
 #[ignore = "run as a child process by eight_processes_acquiring_at_once_get_distinct_ids"]
 fn child_process_acquires() {
     let config = std::env::var(CHILD_ENV).expect("run by eight_processes_...");
-    let parts: Vec<&str> = config.split('|').collect();
-    let [kind, name, dir, start_ms] = parts[..] else {
-        panic!("{CHILD_ENV}={config}");
-    };
-    let store = store_in_child(kind, name, dir);
+    let (start_ms, spec) = config.split_once('|').expect(CHILD_ENV);
+    let store = store_in_child(spec);
     let start_ms: u128 = start_ms.parse().unwrap();
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -462,7 +375,7 @@ fn race_a_fresh_table() {
         let barrier = Arc::new(Barrier::new(8));
         let threads: Vec<_> = (0..8)
             .map(|t| {
-                let store = fixture.store();
+                let store = fixture.lease_store();
                 let barrier = Arc::clone(&barrier);
                 std::thread::spawn(move || {
                     barrier.wait();
@@ -482,7 +395,7 @@ fn race_a_fresh_table() {
 fn generators_on_a_reused_lease_start_above_every_earlier_id() {
     for_each_store(|fixture| {
         let bits = BitsAllocator::default();
-        let lease = WorkerLease::builder(fixture.store())
+        let lease = WorkerLease::builder(fixture.lease_store())
             .ttl(Duration::from_secs(3))
             .acquire(&bits)
             .unwrap();
@@ -496,11 +409,11 @@ fn generators_on_a_reused_lease_start_above_every_earlier_id() {
         let highest = *first.iter().max().unwrap();
         drop(generator);
 
-        let records = fixture.store().leases().unwrap();
+        let records = fixture.lease_store().leases().unwrap();
         assert_eq!(records[0].holder, None, "released on drop");
         assert!(records[0].mark_ms > 0, "with a mark");
 
-        let again = WorkerLease::builder(fixture.store())
+        let again = WorkerLease::builder(fixture.lease_store())
             .ttl(Duration::from_secs(3))
             .acquire(&bits)
             .unwrap();
@@ -548,12 +461,16 @@ fn bad_urls_and_unreachable_servers_name_the_store_and_never_the_password() {
         ("postgres://root:secret123@127.0.0.1:5432", "PostgreSQL"),
         ("postgres:root:secret123@127.0.0.1/test", "PostgreSQL"),
         ("redis://:secret123@127.0.0.1:6379/notadb", "Redis"),
-        ("rediss://:secret123@127.0.0.1:6379", "Redis"),
+        // TLS is built now: a CA file that cannot be read, and a mode that falls back.
+        (
+            "rediss://:secret123@127.0.0.1:6379/?cacert=/no/such/ca.pem",
+            "Redis",
+        ),
         ("redis://:secret123@127.0.0.1:99999", "Redis"),
         ("redis://:secret123@127.0.0.1/0?password=secret123", "Redis"),
         ("postgres://u:secret123@h:99999/db", "PostgreSQL"),
         ("postgres://u@h/db?password=secret123", "PostgreSQL"),
-        ("postgres://u@h/db?sslmode=require", "PostgreSQL"),
+        ("postgres://u@h/db?sslmode=prefer", "PostgreSQL"),
         ("mysql://u:secret123@h:99999/db", "MySQL"),
     ] {
         let err = match store {
@@ -704,11 +621,6 @@ const ISSUER_ENV: &str = "UIDGEN_LEASE_STORES_ISSUER";
 /// Starts a child that leases a worker ID from `fixture`'s store (TTL `ttl`) and prints
 /// `count` IDs from a cached generator at full speed, one a line (0: until killed).
 fn spawn_issuer(fixture: &Fixture, count: u64, ttl: Duration) -> std::process::Child {
-    let dir = fixture
-        .dir
-        .as_ref()
-        .map(|d| d.path().display().to_string())
-        .unwrap_or_default();
     std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -719,12 +631,7 @@ fn spawn_issuer(fixture: &Fixture, count: u64, ttl: Duration) -> std::process::C
         ])
         .env(
             ISSUER_ENV,
-            format!(
-                "{:?}|{}|{dir}|{count}|{}",
-                fixture.kind,
-                fixture.name,
-                ttl.as_millis()
-            ),
+            format!("{count}|{}|{}", ttl.as_millis(), fixture.spec()),
         )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
@@ -747,11 +654,13 @@ fn issued(stdout: &[u8]) -> Vec<u64> {
 fn child_process_issues() {
     use std::io::Write;
     let config = std::env::var(ISSUER_ENV).expect("run by spawn_issuer");
-    let parts: Vec<&str> = config.split('|').collect();
-    let [kind, name, dir, count, ttl_ms] = parts[..] else {
-        panic!("{ISSUER_ENV}={config}");
-    };
-    let store = store_in_child(kind, name, dir);
+    let mut parts = config.splitn(3, '|');
+    let (count, ttl_ms, spec) = (
+        parts.next().expect(ISSUER_ENV),
+        parts.next().expect(ISSUER_ENV),
+        parts.next().expect(ISSUER_ENV),
+    );
+    let store = store_in_child(spec);
     let bits = BitsAllocator::default();
     let lease = WorkerLease::builder(store)
         .ttl(Duration::from_millis(ttl_ms.parse().unwrap()))
@@ -778,7 +687,7 @@ fn child_process_issues() {
 #[test]
 fn eight_processes_issuing_100k_ids_at_once_repeat_nothing() {
     for_each_store(|fixture| {
-        fixture.store().leases().unwrap();
+        fixture.lease_store().leases().unwrap();
         let children: Vec<_> = (0..8)
             .map(|_| spawn_issuer(fixture, 100_000, Duration::from_secs(30)))
             .collect();
@@ -798,7 +707,7 @@ fn eight_processes_issuing_100k_ids_at_once_repeat_nothing() {
 #[test]
 fn a_holder_killed_with_sigkill_is_replaced_after_its_ttl_above_every_id_it_made() {
     for_each_store(|fixture| {
-        fixture.store().leases().unwrap();
+        fixture.lease_store().leases().unwrap();
         let ttl = Duration::from_millis(1_000);
         let mut child = spawn_issuer(fixture, 0, ttl);
         // Let it run at full speed (borrowing ticks) for a while, then kill it.
@@ -814,13 +723,13 @@ fn a_holder_killed_with_sigkill_is_replaced_after_its_ttl_above_every_id_it_made
         let bits = BitsAllocator::default();
         assert_eq!(bits.parse(highest).unwrap().worker_id, 0);
         // Held until it expires on the store's clock...
-        let early = WorkerLease::builder(fixture.store())
+        let early = WorkerLease::builder(fixture.lease_store())
             .acquire_id(&bits, 0)
             .unwrap_err();
         assert!(early.to_string().contains("leased by"), "{early}");
         std::thread::sleep(ttl + Duration::from_millis(200));
         // ...then reused, above every ID the dead holder made, borrowed ones included.
-        let lease = WorkerLease::builder(fixture.store())
+        let lease = WorkerLease::builder(fixture.lease_store())
             .acquire(&bits)
             .unwrap();
         assert_eq!(
@@ -846,7 +755,7 @@ fn a_clock_rolled_back_an_hour_across_a_restart_repeats_nothing() {
     for_each_store(|fixture| {
         let bits = BitsAllocator::default();
         let clock = uidgen::ManualClock::starting_now();
-        let lease = WorkerLease::builder(fixture.store())
+        let lease = WorkerLease::builder(fixture.lease_store())
             .acquire(&bits)
             .unwrap();
         let generator = CachedUidGenerator::builder()
@@ -864,7 +773,7 @@ fn a_clock_rolled_back_an_hour_across_a_restart_repeats_nothing() {
         }
         drop(generator);
         clock.rewind(Duration::from_secs(3_600));
-        let lease = WorkerLease::builder(fixture.store())
+        let lease = WorkerLease::builder(fixture.lease_store())
             .acquire(&bits)
             .unwrap();
         let generator = uidgen::DefaultUidGenerator::builder()
@@ -909,42 +818,15 @@ fn acquire_through_the_relay(
 fn a_network_store_that_dies_mid_run_stops_new_ticks_in_time_and_comes_back() {
     for kind in [Kind::MySql, Kind::Postgres, Kind::Redis] {
         let fixture = Fixture::new(kind);
-        fixture.store().leases().unwrap(); // creates the table
-        let url = match kind {
-            Kind::MySql => mysql_url(),
-            Kind::Postgres => postgres_url(),
-            _ => redis_url(),
-        };
-        let (_, upstream) = via(&url, "127.0.0.1:1".parse().unwrap());
+        fixture.lease_store().leases().unwrap(); // creates the table
+        let (_, upstream) = via(&fixture.url, "127.0.0.1:1".parse().unwrap());
         let relay = Relay::to(upstream);
-        let (mut relayed, _) = via(&url, relay.addr);
-        if kind == Kind::MySql {
-            // mysql_async moves a local connection to the server's Unix socket, which
-            // would bypass the relay.
-            relayed.push_str(if relayed.contains('?') { "&" } else { "?" });
-            relayed.push_str("prefer_socket=false");
-        }
+        // No driver option keeps the connection on the relay: MySQL's store never moves
+        // to the server's Unix socket on its own (all of its traffic must cross the
+        // relay, or cutting it would change nothing).
+        let (relayed, _) = via(&fixture.url, relay.addr);
         let timeout = Duration::from_millis(300);
-        let store: Arc<dyn LeaseStore> = match kind {
-            Kind::MySql => Arc::new(
-                MySqlLeaseStore::new(&relayed)
-                    .and_then(|s| s.table(&fixture.name))
-                    .unwrap()
-                    .timeout(timeout),
-            ),
-            Kind::Postgres => Arc::new(
-                PostgresLeaseStore::new(&relayed)
-                    .and_then(|s| s.table(&fixture.name))
-                    .unwrap()
-                    .timeout(timeout),
-            ),
-            _ => Arc::new(
-                RedisLeaseStore::new(&relayed)
-                    .and_then(|s| s.prefix(&fixture.name))
-                    .unwrap()
-                    .timeout(timeout),
-            ),
-        };
+        let store: Arc<dyn LeaseStore> = fixture.lease_store_at(&relayed, Some(timeout)).0;
         let bits = BitsAllocator::default();
         let ttl = Duration::from_millis(1_500);
         let lease = acquire_through_the_relay(&store, ttl, &bits, kind);

@@ -8,148 +8,21 @@ mod relay;
 #[path = "support/servers.rs"]
 mod servers;
 
+#[path = "support/stores.rs"]
+mod stores;
+
 use relay::{via, Relay};
-use servers::{mysql_url, postgres_url, random_suffix, redis_url};
 use std::collections::HashSet;
 use std::io::Write;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use stores::{for_each_store, Fixture, Segments as Shared};
+use uidgen::StoreKind as Kind;
 use uidgen::{
     GiveBack, MySqlSegmentStore, PostgresSegmentStore, RedisSegmentStore, SegmentError,
     SegmentGenerator, SegmentStore, SqliteSegmentStore, StoreError, TagRecord, TakeRejectPolicy,
     UidError,
 };
-
-/// A store behind a trait object, so one test body serves every kind.
-#[derive(Debug, Clone)]
-struct Shared(Arc<dyn SegmentStore>);
-
-impl SegmentStore for Shared {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
-        self.0.allocate(tag, step)
-    }
-    fn create(&self, tag: &str, first: u64, step: u64, text: &str) -> Result<bool, StoreError> {
-        self.0.create(tag, first, step, text)
-    }
-    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        self.0.give_back(tag, from, to)
-    }
-    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
-        self.0.tag(tag)
-    }
-    fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
-        self.0.tags()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Sqlite,
-    MySql,
-    Postgres,
-    Redis,
-}
-
-const KINDS: [Kind; 4] = [Kind::Sqlite, Kind::MySql, Kind::Postgres, Kind::Redis];
-
-impl Kind {
-    fn parse(text: &str) -> Self {
-        KINDS
-            .into_iter()
-            .find(|kind| format!("{kind:?}") == text)
-            .unwrap_or_else(|| panic!("no store kind {text}"))
-    }
-}
-
-/// One store of one kind on a table (key prefix, file) of its own; dropped with it.
-struct Fixture {
-    kind: Kind,
-    /// The table, key prefix, or SQLite file path.
-    name: String,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Fixture {
-    fn new(kind: Kind) -> Self {
-        let suffix = random_suffix();
-        match kind {
-            Kind::Sqlite => {
-                let dir = tempfile::tempdir().expect("a temporary directory");
-                let name = dir.path().join("segments.db").display().to_string();
-                Self {
-                    kind,
-                    name,
-                    _dir: Some(dir),
-                }
-            }
-            Kind::MySql | Kind::Postgres => Self {
-                kind,
-                name: format!("seg_test_{suffix}"),
-                _dir: None,
-            },
-            Kind::Redis => Self {
-                kind,
-                name: format!("uidgen:segtest:{suffix}:"),
-                _dir: None,
-            },
-        }
-    }
-
-    /// A new store object on the fixture's table: like another process's.
-    fn store(&self) -> Shared {
-        store_of(self.kind, &self.name, None, None)
-    }
-}
-
-/// A store of `kind` on `name`, at `url` if given (else the kind's default), with
-/// `timeout` if given.
-fn store_of(kind: Kind, name: &str, url: Option<&str>, timeout: Option<Duration>) -> Shared {
-    let timeout = timeout.unwrap_or(Duration::from_secs(5));
-    Shared(match kind {
-        Kind::Sqlite => Arc::new(SqliteSegmentStore::new(name)),
-        Kind::MySql => Arc::new(
-            MySqlSegmentStore::new(url.unwrap_or(&mysql_url()))
-                .and_then(|s| s.table(name))
-                .expect("the MySQL URL")
-                .timeout(timeout),
-        ),
-        Kind::Postgres => Arc::new(
-            PostgresSegmentStore::new(url.unwrap_or(&postgres_url()))
-                .and_then(|s| s.table(name))
-                .expect("the PostgreSQL URL")
-                .timeout(timeout),
-        ),
-        Kind::Redis => Arc::new(
-            RedisSegmentStore::new(url.unwrap_or(&redis_url()))
-                .and_then(|s| s.prefix(name))
-                .expect("the Redis URL")
-                .timeout(timeout),
-        ),
-    })
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let dropped = match self.kind {
-            Kind::Sqlite => Ok(()),
-            Kind::MySql => MySqlSegmentStore::new(&mysql_url())
-                .and_then(|s| s.table(&self.name))
-                .and_then(|s| s.destroy()),
-            Kind::Postgres => PostgresSegmentStore::new(&postgres_url())
-                .and_then(|s| s.table(&self.name))
-                .and_then(|s| s.destroy()),
-            Kind::Redis => RedisSegmentStore::new(&redis_url())
-                .and_then(|s| s.prefix(&self.name))
-                .and_then(|s| s.destroy()),
-        };
-        if let Err(e) = dropped {
-            eprintln!("could not drop {}: {e}", self.name);
-        }
-    }
-}
 
 /// The take policy of tests about what IDs come, not how fast: every test in this file
 /// shares one prefetch thread, and some keep it busy (1,000 tags, stores cut).
@@ -157,24 +30,10 @@ fn patient() -> TakeRejectPolicy {
     TakeRejectPolicy::wait(Duration::from_secs(30))
 }
 
-/// Runs `body` once per kind of store; a failure names the store.
-fn for_each_store(body: impl Fn(&Fixture)) {
-    for kind in KINDS {
-        let fixture = Fixture::new(kind);
-        let started = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&fixture)));
-        if let Err(panic) = result {
-            eprintln!("failed on the {kind:?} store");
-            std::panic::resume_unwind(panic);
-        }
-        eprintln!("{kind:?}: ok in {:?}", started.elapsed());
-    }
-}
-
 #[test]
 fn ranges_are_taken_in_one_step_and_given_back_only_when_no_one_took_after() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.segment_store();
         assert!(store.create("order", 1, 1000, "orders").unwrap());
         assert!(!store.create("order", 500, 7, "again").unwrap(), "exists");
         let record = store.tag("order").unwrap().unwrap();
@@ -243,7 +102,7 @@ fn a_fresh_table_raced_by_eight_threads_gives_distinct_ranges() {
         let barrier = Arc::new(Barrier::new(8));
         let threads: Vec<_> = (0..8)
             .map(|_| {
-                let store = fixture.store();
+                let store = fixture.segment_store();
                 let barrier = Arc::clone(&barrier);
                 std::thread::spawn(move || {
                     barrier.wait();
@@ -269,7 +128,7 @@ fn ids_are_dense_and_a_graceful_restart_goes_on_after_the_last() {
     for_each_store(|fixture| {
         // Patient: this test is about density, and every test here shares the one
         // prefetch thread (the 1,000-tag test keeps it busy).
-        let generator = SegmentGenerator::builder(fixture.store(), "user")
+        let generator = SegmentGenerator::builder(fixture.segment_store(), "user")
             .create_missing(1000)
             .take_reject_policy(patient())
             .build()
@@ -285,23 +144,23 @@ fn ids_are_dense_and_a_graceful_restart_goes_on_after_the_last() {
             "{outcome:?}"
         );
         // A new process: its first ID is the last one + 1; and again after a drop.
-        let generator = SegmentGenerator::builder(fixture.store(), "user")
+        let generator = SegmentGenerator::builder(fixture.segment_store(), "user")
             .build()
             .unwrap();
         assert_eq!(generator.next_uid().unwrap(), last + 1);
         assert_eq!(generator.next_uid().unwrap(), last + 2);
         drop(generator);
-        let generator = SegmentGenerator::builder(fixture.store(), "user")
+        let generator = SegmentGenerator::builder(fixture.segment_store(), "user")
             .build()
             .unwrap();
         assert_eq!(generator.next_uid().unwrap(), last + 3);
         // Someone takes a range after ours (once ours are fetched): the tail is not
         // given back (a gap).
         std::thread::sleep(Duration::from_millis(300));
-        let other = fixture.store();
+        let other = fixture.segment_store();
         let taken_to = other.allocate("user", 10).unwrap();
         assert_eq!(generator.shutdown().unwrap(), GiveBack::AllocatedAfter);
-        let generator = SegmentGenerator::builder(fixture.store(), "user")
+        let generator = SegmentGenerator::builder(fixture.segment_store(), "user")
             .build()
             .unwrap();
         assert_eq!(generator.next_uid().unwrap(), taken_to);
@@ -311,7 +170,7 @@ fn ids_are_dense_and_a_graceful_restart_goes_on_after_the_last() {
 #[test]
 fn a_missing_tag_fails_the_build_naming_it() {
     for_each_store(|fixture| {
-        let err = SegmentGenerator::builder(fixture.store(), "ghost")
+        let err = SegmentGenerator::builder(fixture.segment_store(), "ghost")
             .build()
             .unwrap_err();
         let message = err.to_string();
@@ -347,10 +206,9 @@ fn spawn_child(
         .env(
             CHILD_ENV,
             format!(
-                "{:?}|{}|{tag}|{threads}|{count}|{}",
-                fixture.kind,
-                fixture.name,
-                out.display()
+                "{tag}|{threads}|{count}|{}|{}",
+                out.display(),
+                fixture.spec()
             ),
         )
         .stdout(std::process::Stdio::null())
@@ -364,12 +222,11 @@ fn spawn_child(
 #[ignore = "run as a child process by the multi-process segment tests"]
 fn child_process_takes() {
     let config = std::env::var(CHILD_ENV).expect("run by spawn_child");
-    let parts: Vec<&str> = config.split('|').collect();
-    let [kind, name, tag, threads, count, out] = parts[..] else {
-        panic!("{CHILD_ENV}={config}");
-    };
+    let mut parts = config.splitn(5, '|');
+    let mut part = || parts.next().expect(CHILD_ENV);
+    let (tag, threads, count, out, spec) = (part(), part(), part(), part(), part());
     let generator = Arc::new(
-        SegmentGenerator::builder(store_of(Kind::parse(kind), name, None, None), tag)
+        SegmentGenerator::builder(Fixture::from_spec(spec).segment_store(), tag)
             .create_missing(1000)
             .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))
             .build()
@@ -417,7 +274,7 @@ fn eight_processes_of_four_threads_taking_100k_each_on_one_tag_repeat_nothing() 
     for_each_store(|fixture| {
         let dir = tempfile::tempdir().unwrap();
         // The tag exists before the race, so the children start at once.
-        fixture.store().create("hot", 1, 1000, "").unwrap();
+        fixture.segment_store().create("hot", 1, 1000, "").unwrap();
         let children: Vec<_> = (0..8)
             .map(|p| {
                 let out = dir.path().join(format!("p{p}"));
@@ -445,7 +302,7 @@ fn eight_processes_of_four_threads_taking_100k_each_on_one_tag_repeat_nothing() 
 #[test]
 fn a_thousand_tags_in_one_process_share_one_prefetch_thread() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.segment_store();
         let generators: Vec<SegmentGenerator> = (0..1_000)
             .map(|i| {
                 SegmentGenerator::builder(store.clone(), &format!("tag-{i}"))
@@ -475,7 +332,10 @@ fn a_killed_process_wastes_at_most_its_fetched_runway() {
     for_each_store(|fixture| {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("killed");
-        fixture.store().create("crash", 1, 1000, "").unwrap();
+        fixture
+            .segment_store()
+            .create("crash", 1, 1000, "")
+            .unwrap();
         let mut child = spawn_child(fixture, "crash", 1, 0, &out);
         // Until it has handed out a fair number.
         let started = Instant::now();
@@ -491,7 +351,7 @@ fn a_killed_process_wastes_at_most_its_fetched_runway() {
         child.wait().unwrap();
         let issued = read_threads(&out, 1).remove(0);
         let highest = *issued.iter().max().unwrap();
-        let generator = SegmentGenerator::builder(fixture.store(), "crash")
+        let generator = SegmentGenerator::builder(fixture.segment_store(), "crash")
             .build()
             .unwrap();
         let next = generator.next_uid().unwrap();
@@ -511,26 +371,14 @@ fn a_killed_process_wastes_at_most_its_fetched_runway() {
 fn a_store_that_dies_mid_run_serves_the_runway_then_names_itself_and_recovers() {
     for kind in [Kind::MySql, Kind::Redis, Kind::Postgres] {
         let fixture = Fixture::new(kind);
-        fixture.store().create("outage", 1, 1000, "").unwrap();
-        let url = match kind {
-            Kind::MySql => mysql_url(),
-            Kind::Postgres => postgres_url(),
-            _ => redis_url(),
-        };
-        let (_, upstream) = via(&url, "127.0.0.1:1".parse().unwrap());
+        fixture
+            .segment_store()
+            .create("outage", 1, 1000, "")
+            .unwrap();
+        let (_, upstream) = via(&fixture.url, "127.0.0.1:1".parse().unwrap());
         let relay = Relay::to(upstream);
-        let (mut relayed, _) = via(&url, relay.addr);
-        if kind == Kind::MySql {
-            // mysql_async would move a local connection to the Unix socket, past the relay.
-            relayed.push_str(if relayed.contains('?') { "&" } else { "?" });
-            relayed.push_str("prefer_socket=false");
-        }
-        let store = store_of(
-            kind,
-            &fixture.name,
-            Some(&relayed),
-            Some(Duration::from_millis(300)),
-        );
+        let (relayed, _) = via(&fixture.url, relay.addr);
+        let store = fixture.segment_store_at(&relayed, Some(Duration::from_millis(300)));
         // The build fetches the first range through the relay, 300 ms a step: retry it
         // as the warm-up below is retried.
         let built = Instant::now();
@@ -638,9 +486,9 @@ fn a_store_that_dies_mid_run_serves_the_runway_then_names_itself_and_recovers() 
 #[test]
 fn a_store_rolled_back_below_a_range_in_use_is_refused_loudly() {
     for_each_store(|fixture| {
-        let store = fixture.store();
+        let store = fixture.segment_store();
         store.create("rollback", 1, 100, "").unwrap();
-        let generator = SegmentGenerator::builder(fixture.store(), "rollback")
+        let generator = SegmentGenerator::builder(fixture.segment_store(), "rollback")
             .max_step(100)
             .max_prefetch_distance(1)
             .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(5)))
@@ -673,7 +521,7 @@ fn a_store_rolled_back_below_a_range_in_use_is_refused_loudly() {
 fn async_tasks_on_many_threads_get_distinct_increasing_ids() {
     let fixture = Fixture::new(Kind::Sqlite);
     let generator = Arc::new(
-        SegmentGenerator::builder(fixture.store(), "async")
+        SegmentGenerator::builder(fixture.segment_store(), "async")
             .create_missing(100)
             .take_reject_policy(patient())
             .build()
@@ -737,13 +585,13 @@ fn async_tasks_on_many_threads_get_distinct_increasing_ids() {
 fn short_lived_threads_and_several_generators_in_one_thread() {
     let fixture = Fixture::new(Kind::Sqlite);
     let a = Arc::new(
-        SegmentGenerator::builder(fixture.store(), "a")
+        SegmentGenerator::builder(fixture.segment_store(), "a")
             .create_missing(10)
             .take_reject_policy(patient())
             .build()
             .unwrap(),
     );
-    let b = SegmentGenerator::builder(fixture.store(), "b")
+    let b = SegmentGenerator::builder(fixture.segment_store(), "b")
         .create_missing(10)
         .take_reject_policy(patient())
         .build()
@@ -788,23 +636,23 @@ fn bad_urls_and_settings_are_errors_that_name_the_limit_and_hide_the_password() 
     let fixture = Fixture::new(Kind::Sqlite);
     for (builder, words) in [
         (
-            SegmentGenerator::builder(fixture.store(), "x").max_step(0),
+            SegmentGenerator::builder(fixture.segment_store(), "x").max_step(0),
             "max_step = 0 is out of range",
         ),
         (
-            SegmentGenerator::builder(fixture.store(), "x").max_prefetch_distance(16),
+            SegmentGenerator::builder(fixture.segment_store(), "x").max_prefetch_distance(16),
             "max_prefetch_distance = 16 is out of range: 1..=15",
         ),
         (
-            SegmentGenerator::builder(fixture.store(), "x").range_lifetime(Duration::ZERO),
+            SegmentGenerator::builder(fixture.segment_store(), "x").range_lifetime(Duration::ZERO),
             "range_lifetime",
         ),
         (
-            SegmentGenerator::builder(fixture.store(), "").create_missing(10),
+            SegmentGenerator::builder(fixture.segment_store(), "").create_missing(10),
             "1 to 128 characters",
         ),
         (
-            SegmentGenerator::builder(fixture.store(), "x").create_missing(0),
+            SegmentGenerator::builder(fixture.segment_store(), "x").create_missing(0),
             "step 0 is out of range",
         ),
     ] {
@@ -817,7 +665,7 @@ fn bad_urls_and_settings_are_errors_that_name_the_limit_and_hide_the_password() 
 
 /// A store that panics on every allocation after the first: a bug in a user's store.
 #[derive(Debug)]
-struct PanicsAfterOne(SqliteSegmentStore, std::sync::atomic::AtomicU32);
+struct PanicsAfterOne(Shared, std::sync::atomic::AtomicU32);
 
 impl SegmentStore for PanicsAfterOne {
     fn describe(&self) -> String {
@@ -847,7 +695,7 @@ impl SegmentStore for PanicsAfterOne {
 fn a_store_that_panics_fails_its_own_tag_and_no_other() {
     let fixture = Fixture::new(Kind::Sqlite);
     let broken = SegmentGenerator::builder(
-        PanicsAfterOne(SqliteSegmentStore::new(&fixture.name), Default::default()),
+        PanicsAfterOne(fixture.segment_store(), Default::default()),
         "broken",
     )
     .create_missing(100)
@@ -855,7 +703,7 @@ fn a_store_that_panics_fails_its_own_tag_and_no_other() {
     .take_reject_policy(TakeRejectPolicy::wait(Duration::from_millis(300)))
     .build()
     .unwrap();
-    let healthy = SegmentGenerator::builder(fixture.store(), "healthy")
+    let healthy = SegmentGenerator::builder(fixture.segment_store(), "healthy")
         .create_missing(100)
         .max_step(100)
         .take_reject_policy(patient())
@@ -873,4 +721,89 @@ fn a_store_that_panics_fails_its_own_tag_and_no_other() {
     // The prefetch thread lived on: the healthy tag goes through many ranges.
     let ids: Vec<u64> = (0..5_000).map(|_| healthy.next_uid().unwrap()).collect();
     assert_eq!(ids, (1..=5_000).collect::<Vec<_>>());
+}
+
+/// Tags are compared byte for byte on every store: case makes another tag, and white
+/// space at either end is refused everywhere (a SQL PAD SPACE collation would otherwise
+/// take `tag ` for `tag`). The review found MySQL sharing one counter among `CaseTag`,
+/// `casetag` and `casetag `.
+#[test]
+fn tags_compare_byte_for_byte_on_every_store() {
+    for_each_store(|fixture| {
+        let store = fixture.segment_store();
+        assert!(store.create("CaseTag", 1, 10, "").unwrap());
+        assert!(
+            store.create("casetag", 1_000, 10, "").unwrap(),
+            "a tag of its own"
+        );
+        assert_eq!(store.allocate("CaseTag", 10).unwrap(), 11);
+        assert_eq!(store.allocate("casetag", 10).unwrap(), 1_010);
+        assert_eq!(store.tag("CASETAG").unwrap(), None);
+        for bad in ["casetag ", " casetag", "case\ttag", ""] {
+            let err = store.create(bad, 1, 10, "").unwrap_err();
+            assert!(
+                matches!(err, StoreError::InvalidName { what: "tag", .. }),
+                "{bad:?}: {err}"
+            );
+            assert!(store.allocate(bad, 10).is_err(), "{bad:?}");
+        }
+        let names: Vec<String> = store.tags().unwrap().into_iter().map(|t| t.tag).collect();
+        assert_eq!(names, ["CaseTag", "casetag"], "sorted by bytes");
+    });
+}
+
+/// A `leaf_alloc` made by Leaf's own DDL (biz_tag in the server's case-insensitive
+/// default collation) is moved to a binary collation when the store first connects, and
+/// its counters are kept.
+#[test]
+fn a_leaf_table_with_a_case_insensitive_tag_column_is_moved_to_bytes() {
+    use mysql_async::prelude::Queryable;
+    let fixture = Fixture::new(Kind::MySql);
+    let table = fixture.segment_name();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let collation = |conn: &mut mysql_async::Conn| {
+        runtime.block_on(conn.exec_first::<String, _, _>(
+            "SELECT COLLATION_NAME FROM information_schema.COLUMNS
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'biz_tag'",
+            (table.as_str(),),
+        ))
+    };
+    let mut conn = runtime
+        .block_on(mysql_async::Conn::from_url(fixture.url.as_str()))
+        .unwrap();
+    runtime
+        .block_on(conn.query_drop(format!(
+            "CREATE TABLE {table} (
+               biz_tag VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci
+                 NOT NULL DEFAULT '',
+               max_id BIGINT NOT NULL DEFAULT 1, step INT NOT NULL,
+               description VARCHAR(256) DEFAULT NULL,
+               update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+               PRIMARY KEY (biz_tag)) ENGINE = InnoDB;
+             INSERT INTO {table} (biz_tag, max_id, step) VALUES ('Order', 500, 100)"
+        )))
+        .unwrap();
+    assert_eq!(
+        collation(&mut conn).unwrap().as_deref(),
+        Some("utf8mb4_general_ci")
+    );
+    let store = fixture.segment_store();
+    assert_eq!(
+        store.allocate("Order", 100).unwrap(),
+        600,
+        "the counter kept"
+    );
+    assert_eq!(
+        collation(&mut conn).unwrap().as_deref(),
+        Some("utf8mb4_bin")
+    );
+    assert!(
+        store.create("order", 1, 100, "").unwrap(),
+        "now a tag of its own"
+    );
+    assert_eq!(store.allocate("order", 100).unwrap(), 101);
+    runtime.block_on(conn.disconnect()).unwrap();
 }

@@ -8,8 +8,8 @@ use crate::Env;
 use std::path::PathBuf;
 use std::time::Duration;
 use uidgen::{
-    BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, LeaseStore, SegmentStore,
-    SqliteLeaseStore, SqliteSegmentStore, WorkerAssignment, WorkerIdAssigner, WorkerLease,
+    BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, LeaseStore, SegmentStore, StoreUrl,
+    WorkerAssignment, WorkerIdAssigner, WorkerLease,
 };
 
 pub(crate) const MYSQL_URL_ENV: &str = "UIDGEN_MYSQL_URL";
@@ -300,11 +300,11 @@ impl StoreChoice {
         }
     }
 
-    /// Opens the store: a file path is the embedded store; `mysql://`, `postgres://` and
-    /// `redis://` URLs are servers (in a uidgen built with their feature).
+    /// Opens the store, through the library's one URL parser: the embedded file, or
+    /// whatever `--store` names (a typo is refused, never taken for a file).
     pub(crate) fn open<T: OpenStore>(&self) -> Result<T, Failure> {
         let url = match self {
-            StoreChoice::Embedded(Some(path)) => return Ok(T::sqlite(path.clone())),
+            StoreChoice::Embedded(Some(path)) => StoreUrl::sqlite(path.clone())?,
             // In the binary UIDGEN_WORKER_DB is unset or empty here (a value was taken
             // above), so this is the user's data folder.
             StoreChoice::Embedded(None) => {
@@ -314,87 +314,27 @@ impl StoreChoice {
                          give --store with a file path"
                     ))
                 })?;
-                return Ok(T::sqlite(path));
+                StoreUrl::sqlite(path)?
             }
-            StoreChoice::Url(url) => url.as_str(),
+            StoreChoice::Url(url) => StoreUrl::parse(url)?,
         };
-        let scheme = url
-            .split_once("://")
-            .map(|(scheme, _)| scheme.to_ascii_lowercase());
-        match scheme.as_deref() {
-            None => Ok(T::sqlite(url.strip_prefix("sqlite:").unwrap_or(url).into())),
-            Some("sqlite") => Ok(T::sqlite(url["sqlite://".len()..].into())),
-            Some(scheme) => network_store(scheme, url),
-        }
+        Ok(T::open(&url)?)
     }
 }
 
-/// A kind of store the command opens from a path or URL: worker-ID leases or segment
-/// counters.
+/// A kind of store the command opens: worker-ID leases or segment counters.
 pub(crate) trait OpenStore: Sized {
-    fn sqlite(path: PathBuf) -> Self;
-    /// `None` when this uidgen was built without the scheme's feature (or it is unknown).
-    fn network(scheme: &str, url: &str) -> Option<Result<Self, uidgen::StoreError>>;
+    fn open(url: &StoreUrl) -> Result<Self, uidgen::StoreError>;
 }
 
 impl OpenStore for Box<dyn LeaseStore> {
-    fn sqlite(path: PathBuf) -> Self {
-        Box::new(SqliteLeaseStore::new(path))
-    }
-
-    fn network(scheme: &str, url: &str) -> Option<Result<Self, uidgen::StoreError>> {
-        let _ = url;
-        match scheme {
-            #[cfg(feature = "mysql")]
-            "mysql" => Some(uidgen::MySqlLeaseStore::new(url).map(|s| Box::new(s) as Self)),
-            #[cfg(feature = "postgres")]
-            "postgres" | "postgresql" => {
-                Some(uidgen::PostgresLeaseStore::new(url).map(|s| Box::new(s) as Self))
-            }
-            #[cfg(feature = "redis")]
-            "redis" => Some(uidgen::RedisLeaseStore::new(url).map(|s| Box::new(s) as Self)),
-            _ => None,
-        }
+    fn open(url: &StoreUrl) -> Result<Self, uidgen::StoreError> {
+        url.lease_store()
     }
 }
 
 impl OpenStore for Box<dyn SegmentStore> {
-    fn sqlite(path: PathBuf) -> Self {
-        Box::new(SqliteSegmentStore::new(path))
+    fn open(url: &StoreUrl) -> Result<Self, uidgen::StoreError> {
+        url.segment_store()
     }
-
-    fn network(scheme: &str, url: &str) -> Option<Result<Self, uidgen::StoreError>> {
-        let _ = url;
-        match scheme {
-            #[cfg(feature = "mysql")]
-            "mysql" => Some(uidgen::MySqlSegmentStore::new(url).map(|s| Box::new(s) as Self)),
-            #[cfg(feature = "postgres")]
-            "postgres" | "postgresql" => {
-                Some(uidgen::PostgresSegmentStore::new(url).map(|s| Box::new(s) as Self))
-            }
-            #[cfg(feature = "redis")]
-            "redis" => Some(uidgen::RedisSegmentStore::new(url).map(|s| Box::new(s) as Self)),
-            _ => None,
-        }
-    }
-}
-
-fn network_store<T: OpenStore>(scheme: &str, url: &str) -> Result<T, Failure> {
-    if let Some(store) = T::network(scheme, url) {
-        return Ok(store?);
-    }
-    let feature = match scheme {
-        "postgresql" => "postgres",
-        "mysql" | "postgres" | "redis" => scheme,
-        _ => {
-            return Err(Failure::msg(format!(
-                "--store: unknown scheme {scheme:?}: give a SQLite file path, or a mysql://, \
-                 postgres:// or redis:// URL"
-            )))
-        }
-    };
-    Err(Failure::msg(format!(
-        "--store: this uidgen was built without {feature} support: rebuild it with \
-         --features {feature}, or give a SQLite file path"
-    )))
 }

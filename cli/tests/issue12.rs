@@ -648,7 +648,7 @@ fn case9_json_for_next_layout_and_worker() {
     assert_eq!(json["worker_id"], 12);
     let source = json["source"].as_str().unwrap();
     assert!(
-        source.starts_with("a lease from the embedded store"),
+        source.starts_with("a lease from the embedded SQLite store"),
         "{source}"
     );
 }

@@ -325,7 +325,8 @@ impl SegmentGeneratorBuilder {
     /// hands the tag to the process's prefetch thread.
     pub fn build(self) -> Result<SegmentGenerator, SegmentError> {
         let describe = self.store.describe();
-        check_tag(store_kind(&describe), &self.tag)?;
+        let kind = self.store.kind().name();
+        check_tag(kind, &self.tag)?;
         let out_of_range = |field: &'static str, value: String, limit: String| {
             SegmentError::Config(ConfigError::OutOfRange {
                 field,
@@ -359,9 +360,10 @@ impl SegmentGeneratorBuilder {
         if let Some(step) = self.create_missing {
             self.store.create(&self.tag, 1, step, "")?;
         }
-        let record = self.store.tag(&self.tag)?.ok_or_else(|| {
-            crate::store::segment::missing_tag(store_kind(&describe), &describe, &self.tag)
-        })?;
+        let record = self
+            .store
+            .tag(&self.tag)?
+            .ok_or_else(|| crate::store::segment::missing_tag(kind, &describe, &self.tag))?;
         let limits = Limits {
             base_step: record.step.clamp(1, self.max_step),
             max_step: self.max_step,
@@ -412,17 +414,6 @@ impl SegmentGeneratorBuilder {
             policy: self.policy,
         })
     }
-}
-
-/// The kind of store in a description (`"MySQL store mysql://…"` → `"MySQL"`), for
-/// errors raised before the store is asked anything.
-fn store_kind(describe: &str) -> &'static str {
-    for kind in ["SQLite", "MySQL", "PostgreSQL", "Redis"] {
-        if describe.contains(kind) {
-            return kind;
-        }
-    }
-    "segment"
 }
 
 /// Dense, increasing IDs for one tag (Meituan Leaf's segment mode): ranges of the tag's

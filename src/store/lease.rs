@@ -2,7 +2,7 @@
 //! and what it is asked and answers. Each engine's module implements it; the lease
 //! itself ([`WorkerLease`](crate::WorkerLease)) lives with the worker IDs.
 
-use super::StoreError;
+use super::{StoreError, StoreKind};
 use std::fmt;
 use std::time::Duration;
 
@@ -16,9 +16,15 @@ pub trait LeaseStore: Send + Sync + fmt::Debug + 'static {
     /// The store, for people and errors; never with a password.
     fn describe(&self) -> String;
 
+    /// Which engine the store is (for errors and rules that differ by engine); stores
+    /// from outside this crate are [`StoreKind::Other`].
+    fn kind(&self) -> StoreKind {
+        StoreKind::Other
+    }
+
     /// Takes a worker ID for `request.holder` until the store's now + `request.ttl`: the
-    /// one asked for, or else the lowest one at most `request.max_worker_id` that is free
-    /// (never leased, released, or expired).
+    /// one asked for, or else the lowest one at most `request.max_worker_id` that is free:
+    /// never used, or released, or expired, whichever is lowest.
     fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError>;
 
     /// Extends the holder's lease to the store's now + `ttl` and raises the mark to at
@@ -127,6 +133,9 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Box<S> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn kind(&self) -> StoreKind {
+        (**self).kind()
+    }
     fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
         (**self).acquire(request)
     }
@@ -146,3 +155,177 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Box<S> {
         (**self).leases()
     }
 }
+
+/// One engine's primitive lease steps, each atomic on the store; [`acquire`] is the one
+/// algorithm over them, the same on every engine (sqlx's `Migrate` and `Migrator` split).
+#[cfg_attr(
+    not(any(
+        feature = "sqlite",
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis"
+    )),
+    allow(dead_code)
+)]
+pub(crate) trait LeaseSteps: Send + Sync + 'static {
+    /// The store, for people and errors; never with a password.
+    fn describe(&self) -> String;
+    fn kind(&self) -> StoreKind;
+    /// `worker_id`'s row, if it has one, and the store's clock (Unix ms).
+    fn read(&self, worker_id: u64) -> Result<(Option<LeaseRow>, u64), StoreError>;
+    /// The lowest worker ID at most `max` whose row is free (no holder, or expired), and
+    /// the lowest worker ID that has no row at all (never used; may be past `max`).
+    fn lowest(&self, max: u64) -> Result<(Option<u64>, u64), StoreError>;
+    /// Takes an existing row if it is free, expired or already `holder`'s; its mark, or
+    /// `None` if another holder has it (someone was faster).
+    fn take(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<Option<u64>, StoreError>;
+    /// Creates `worker_id`'s row, held by `holder`, mark 0; `false` if it exists.
+    fn insert(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<bool, StoreError>;
+    /// [`LeaseStore::renew`].
+    fn renew(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        ttl: Duration,
+        mark_ms: u64,
+    ) -> Result<bool, StoreError>;
+    /// [`LeaseStore::release`].
+    fn release(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<bool, StoreError>;
+    /// [`LeaseStore::leases`], lowest first.
+    fn list(&self) -> Result<Vec<LeaseRecord>, StoreError>;
+}
+
+/// A lease row as [`LeaseSteps::read`] finds it.
+#[derive(Debug)]
+pub(crate) struct LeaseRow {
+    pub holder: Option<String>,
+    pub expires_ms: u64,
+}
+
+/// How many times [`acquire`] tries again after another process took its candidate
+/// first. Each retry means someone else was granted a worker ID, so this only runs out
+/// when far more processes than that start at the same moment.
+const ACQUIRE_ATTEMPTS: usize = 100;
+
+/// Takes a worker ID: the one asked for, or the lowest free one, where "free" is never
+/// used, or released, or expired, whichever is lowest. Each step is atomic on the
+/// store; a step that finds someone was faster starts over.
+#[cfg_attr(
+    not(any(
+        feature = "sqlite",
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn acquire(
+    steps: &dyn LeaseSteps,
+    request: &LeaseRequest<'_>,
+) -> Result<Acquired, StoreError> {
+    for _ in 0..ACQUIRE_ATTEMPTS {
+        let (worker_id, exists) = match request.worker_id {
+            Some(wanted) => match steps.read(wanted)? {
+                (
+                    Some(LeaseRow {
+                        holder: Some(holder),
+                        expires_ms,
+                    }),
+                    now,
+                ) if expires_ms > now && holder != request.holder => {
+                    return Ok(Acquired::Held {
+                        holder,
+                        expires_in: Duration::from_millis(expires_ms - now),
+                    })
+                }
+                (row, _) => (wanted, row.is_some()),
+            },
+            None => match steps.lowest(request.max_worker_id)? {
+                (Some(free), unused) if free < unused => (free, true),
+                (_, unused) if unused <= request.max_worker_id => (unused, false),
+                _ => return Ok(Acquired::Exhausted),
+            },
+        };
+        let granted = if exists {
+            steps.take(worker_id, request.holder, request.ttl)?
+        } else {
+            steps
+                .insert(worker_id, request.holder, request.ttl)?
+                .then_some(0)
+        };
+        if let Some(mark_ms) = granted {
+            return Ok(Acquired::Granted { worker_id, mark_ms });
+        }
+    }
+    Err(StoreError::Unexpected {
+        store: steps.kind().name(),
+        location: steps.describe(),
+        step: "taking a worker ID",
+        what: format!(
+            "another process took each candidate first, {ACQUIRE_ATTEMPTS} times in a row; \
+             try again, or start fewer processes at once"
+        ),
+    })
+}
+
+/// `impl LeaseStore` for a public store type whose field `$steps` holds its engine's
+/// [`LeaseSteps`].
+#[cfg(any(
+    feature = "sqlite",
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis"
+))]
+macro_rules! lease_store_over_steps {
+    ($store:ty, $steps:ident) => {
+        impl $crate::store::lease::LeaseStore for $store {
+            fn describe(&self) -> String {
+                $crate::store::lease::LeaseSteps::describe(&self.$steps)
+            }
+            fn kind(&self) -> $crate::store::StoreKind {
+                $crate::store::lease::LeaseSteps::kind(&self.$steps)
+            }
+            fn acquire(
+                &self,
+                request: &$crate::store::lease::LeaseRequest<'_>,
+            ) -> Result<$crate::store::lease::Acquired, $crate::store::StoreError> {
+                $crate::store::lease::acquire(&self.$steps, request)
+            }
+            fn renew(
+                &self,
+                worker_id: u64,
+                holder: &str,
+                ttl: std::time::Duration,
+                mark_ms: u64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                $crate::store::lease::LeaseSteps::renew(
+                    &self.$steps,
+                    worker_id,
+                    holder,
+                    ttl,
+                    mark_ms,
+                )
+            }
+            fn release(
+                &self,
+                worker_id: u64,
+                holder: &str,
+                mark_ms: u64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                $crate::store::lease::LeaseSteps::release(&self.$steps, worker_id, holder, mark_ms)
+            }
+            fn leases(
+                &self,
+            ) -> Result<Vec<$crate::store::lease::LeaseRecord>, $crate::store::StoreError> {
+                $crate::store::lease::LeaseSteps::list(&self.$steps)
+            }
+        }
+    };
+}
+#[cfg(any(
+    feature = "sqlite",
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis"
+))]
+pub(crate) use lease_store_over_steps;

@@ -7,52 +7,103 @@
 pub(crate) mod lease;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
-#[cfg(feature = "mysql")]
-mod mysql_lease;
-#[cfg(feature = "mysql")]
-mod mysql_segment;
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 mod net;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "postgres")]
-mod postgres_segment;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(feature = "redis")]
-mod redis_segment;
 pub(crate) mod segment;
 #[cfg(any(feature = "mysql", feature = "postgres"))]
 mod session;
+#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
+pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
-#[cfg(feature = "sqlite")]
-mod sqlite_segment;
-#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[cfg(all(
+    feature = "tls",
+    any(feature = "mysql", feature = "postgres", feature = "redis")
+))]
+mod tls;
 mod url;
 
+/// Why a TLS handshake failed, if `err` is such a failure (the rustls error inside it).
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+pub(crate) fn tls_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    #[cfg(feature = "tls")]
+    return tls::failure(err);
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = err;
+        None
+    }
+}
+
 #[cfg(feature = "mysql")]
-pub use self::mysql_lease::MySqlLeaseStore;
-#[cfg(feature = "mysql")]
-pub use self::mysql_segment::{MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
+pub use self::mysql::{
+    MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA,
+};
 #[cfg(feature = "postgres")]
-pub use self::postgres::PostgresLeaseStore;
-#[cfg(feature = "postgres")]
-pub use self::postgres_segment::{PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
+pub use self::postgres::{
+    PostgresLeaseStore, PostgresSegmentStore, POSTGRES_LEASE_SCHEMA, POSTGRES_SEGMENT_SCHEMA,
+};
 #[cfg(feature = "redis")]
-pub use self::redis::RedisLeaseStore;
-#[cfg(feature = "redis")]
-pub use self::redis_segment::RedisSegmentStore;
+pub use self::redis::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
-pub use self::sqlite::SqliteLeaseStore;
-#[cfg(feature = "sqlite")]
-pub use self::sqlite_segment::{SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
+pub use self::sqlite::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use self::url::redact_url;
+pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
+
+/// Which engine a store is: said by the store itself, never worked out from its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreKind {
+    /// The embedded SQLite file.
+    Sqlite,
+    /// MySQL or MariaDB.
+    MySql,
+    /// PostgreSQL.
+    Postgres,
+    /// Redis.
+    Redis,
+    /// A store implemented outside this crate.
+    Other,
+}
+
+impl StoreKind {
+    /// The engine's name, as messages give it: `SQLite`, `MySQL`, `PostgreSQL`, `Redis`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "SQLite",
+            StoreKind::MySql => "MySQL",
+            StoreKind::Postgres => "PostgreSQL",
+            StoreKind::Redis => "Redis",
+            StoreKind::Other => "custom",
+        }
+    }
+
+    /// The crate feature that builds the engine (`None` for [`StoreKind::Other`]).
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            StoreKind::Sqlite => Some("sqlite"),
+            StoreKind::MySql => Some("mysql"),
+            StoreKind::Postgres => Some("postgres"),
+            StoreKind::Redis => Some("redis"),
+            StoreKind::Other => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Whether `name` can be pasted into SQL as a table name as it is: letters, digits and
 /// `_`, not starting with a digit, at most 64 bytes.
-#[cfg(any(feature = "mysql", feature = "postgres"))]
+#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
 pub(crate) fn is_plain_identifier(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
@@ -61,7 +112,7 @@ pub(crate) fn is_plain_identifier(name: &str) -> bool {
 }
 
 /// A table name that can be pasted into SQL, else an error naming the rule.
-#[cfg(any(feature = "mysql", feature = "postgres"))]
+#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
 pub(crate) fn check_table_name(store: &'static str, name: &str) -> Result<(), StoreError> {
     if is_plain_identifier(name) {
         return Ok(());
@@ -179,6 +230,25 @@ pub enum StoreError {
         /// The port.
         port: u16,
         /// The server's error.
+        #[source]
+        source: Cause,
+    },
+    /// The TLS handshake failed: the server's certificate is not signed by a trusted CA,
+    /// is not for the URL's host name, or the server does not speak TLS there.
+    #[error(
+        "TLS with the {store} server at {host}:{port} failed: {reason} (check the CA file \
+         the URL names, and that its host name is one the server's certificate is for)"
+    )]
+    Tls {
+        /// The kind of store.
+        store: &'static str,
+        /// The host.
+        host: String,
+        /// The port.
+        port: u16,
+        /// Why, in the TLS library's words.
+        reason: String,
+        /// The driver's error.
         #[source]
         source: Cause,
     },

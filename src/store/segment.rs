@@ -1,7 +1,7 @@
 //! What a segment generator needs of a store: one counter per tag (Meituan Leaf's
 //! `leaf_alloc` row), moved forward a range at a time in one atomic step.
 
-use super::StoreError;
+use super::{StoreError, StoreKind};
 use std::fmt;
 use std::sync::Arc;
 
@@ -15,6 +15,12 @@ use std::sync::Arc;
 pub trait SegmentStore: Send + Sync + fmt::Debug + 'static {
     /// Where the counters are, for messages (never with a password).
     fn describe(&self) -> String;
+
+    /// Which engine the store is (tag rules and errors name it); stores from outside
+    /// this crate are [`StoreKind::Other`].
+    fn kind(&self) -> StoreKind {
+        StoreKind::Other
+    }
 
     /// Moves `tag`'s counter up by `step` (≥ 1) and returns its new value, so the caller
     /// owns `[new - step, new)`. A tag that does not exist is
@@ -77,6 +83,9 @@ impl<S: SegmentStore + ?Sized> SegmentStore for $wrapper<S> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn kind(&self) -> StoreKind {
+        (**self).kind()
+    }
     fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
         (**self).allocate(tag, step)
     }
@@ -105,6 +114,55 @@ impl<S: SegmentStore + ?Sized> SegmentStore for $wrapper<S> {
 // A boxed or shared store is a store too (one store for many tags: `Arc`).
 forward_segment_store!(Box, Arc);
 
+/// `impl SegmentStore` for a public store type whose field `$steps` holds its engine's
+/// steps (themselves a [`SegmentStore`]).
+#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
+macro_rules! segment_store_over_steps {
+    ($store:ty, $steps:ident) => {
+        impl $crate::store::segment::SegmentStore for $store {
+            fn describe(&self) -> String {
+                self.$steps.describe()
+            }
+            fn kind(&self) -> $crate::store::StoreKind {
+                self.$steps.kind()
+            }
+            fn allocate(&self, tag: &str, step: u64) -> Result<u64, $crate::store::StoreError> {
+                self.$steps.allocate(tag, step)
+            }
+            fn create(
+                &self,
+                tag: &str,
+                first_id: u64,
+                step: u64,
+                description: &str,
+            ) -> Result<bool, $crate::store::StoreError> {
+                self.$steps.create(tag, first_id, step, description)
+            }
+            fn give_back(
+                &self,
+                tag: &str,
+                from: u64,
+                to: u64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                self.$steps.give_back(tag, from, to)
+            }
+            fn tag(
+                &self,
+                tag: &str,
+            ) -> Result<Option<$crate::store::segment::TagRecord>, $crate::store::StoreError> {
+                self.$steps.tag(tag)
+            }
+            fn tags(
+                &self,
+            ) -> Result<Vec<$crate::store::segment::TagRecord>, $crate::store::StoreError> {
+                self.$steps.tags()
+            }
+        }
+    };
+}
+#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
+pub(crate) use segment_store_over_steps;
+
 /// The longest tag: Leaf's `biz_tag` is `varchar(128)`.
 pub const MAX_TAG_LEN: usize = 128;
 
@@ -116,16 +174,23 @@ pub const MAX_DESCRIPTION_LEN: usize = 256;
 pub const MAX_BASE_STEP: u64 = i32::MAX as u64;
 
 /// Checks a tag before it reaches a store: 1 to 128 characters, none of them a control
-/// character (so messages and keys print as they are).
+/// character (so messages and keys print as they are), no white space at either end (a
+/// SQL `PAD SPACE` collation would take `tag` and `tag ` for one tag; refused everywhere,
+/// tags compare byte for byte on every store).
 // Under loom only the chain is built, not the generator that uses these.
 #[cfg_attr(uidgen_loom, allow(dead_code))]
 pub(crate) fn check_tag(store: &'static str, tag: &str) -> Result<(), StoreError> {
-    if tag.is_empty() || tag.chars().count() > MAX_TAG_LEN || tag.chars().any(char::is_control) {
+    if tag.is_empty()
+        || tag.chars().count() > MAX_TAG_LEN
+        || tag.chars().any(char::is_control)
+        || tag.trim() != tag
+    {
         return Err(StoreError::InvalidName {
             store,
             what: "tag",
             name: tag.chars().take(MAX_TAG_LEN).collect(),
-            rule: "use 1 to 128 characters, without control characters",
+            rule: "use 1 to 128 characters, without control characters or white space at \
+                   either end",
         });
     }
     Ok(())

@@ -1,6 +1,12 @@
-//! Store URLs shown to people: parsed, with every password replaced.
+//! Store URLs: one parser for every form a store is named by ([`StoreUrl`]), which opens
+//! the lease store and the segment store of that place; and URLs shown to people, parsed,
+//! with every password replaced.
+
+use super::{StoreError, StoreKind};
+use std::path::{Path, PathBuf};
 
 /// `raw` with its password (and any password-like query parameter) replaced by `***`.
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 ///
 /// The URL is parsed (`url::Url`), never split by hand, so `user:p@ss@host` and
 /// percent-encoded passwords are found. A URL that does not parse as
@@ -71,6 +77,7 @@ pub fn redact_url(raw: &str) -> String {
 }
 
 /// `%XX` sequences decoded (lossily: a password is only matched, never shown).
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub(crate) fn percent_decode(text: &str) -> String {
     url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
         .next()
@@ -78,8 +85,8 @@ pub(crate) fn percent_decode(text: &str) -> String {
         .unwrap_or_default()
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(all(test, any(feature = "mysql", feature = "postgres", feature = "redis")))]
+mod redact_tests {
     use super::redact_url;
 
     #[test]
@@ -118,5 +125,639 @@ mod tests {
     fn urls_that_cannot_hold_a_password_are_shown_even_unparsed() {
         assert_eq!(redact_url("not a url"), "\"not a url\"");
         assert!(redact_url(&"x".repeat(10_000)).len() < 200);
+    }
+}
+
+/// Every form [`StoreUrl::parse`] accepts, for messages.
+pub const ACCEPTED_STORE_URLS: &str = "a SQLite file path (a file in an existing folder, \
+     without ':' or '@'), sqlite:PATH, sqlite://PATH, mysql:// or mariadb://, postgres:// or \
+     postgresql://, redis:// or rediss://";
+
+/// The schemes a store URL may start with, and their engines.
+const SCHEMES: &[(&str, StoreKind)] = &[
+    ("sqlite", StoreKind::Sqlite),
+    ("mysql", StoreKind::MySql),
+    ("mariadb", StoreKind::MySql),
+    ("postgres", StoreKind::Postgres),
+    ("postgresql", StoreKind::Postgres),
+    ("redis", StoreKind::Redis),
+    ("rediss", StoreKind::Redis),
+];
+
+/// Where a store is: parsed once from any accepted form, and opened as the lease store
+/// or the segment store of that place. The CLI, the server and the tests open stores
+/// only this way (the idea of sqlx's `AnyDriver`: the scheme picks the engine, inside the
+/// library).
+///
+/// | form | store |
+/// |---|---|
+/// | `PATH` (a file in an existing folder; no `:` or `@`), `sqlite:PATH`, `sqlite://PATH` | the embedded SQLite file |
+/// | `mysql://user[:password]@host[:port]/db`, `mariadb://…`; `?ssl-mode=REQUIRED\|VERIFY_IDENTITY&ssl-ca=PATH` | MySQL / MariaDB |
+/// | `postgres://user[:password]@host[:port]/db`, `postgresql://…`; `?sslmode=require\|verify-ca\|verify-full&sslrootcert=PATH` | PostgreSQL |
+/// | `redis://[[user]:password@]host[:port][/db]`, `rediss://…` (TLS); `?cacert=PATH` | Redis |
+///
+/// Anything else is refused, never taken for a file name: a scheme it does not know, a
+/// known scheme without its `//`, or a path with `:` or `@` (a URL with a typo, which
+/// as a file would give every machine with the same typo the same worker IDs). The
+/// error names the accepted forms and never shows the password; no file is created by a
+/// refused URL. `Debug` and `Display` show it redacted.
+///
+/// ```
+/// # #[cfg(all(feature = "sqlite", feature = "mysql"))] {
+/// use uidgen::{StoreKind, StoreUrl};
+///
+/// let url: StoreUrl = "mysql://app:s3cret@db.internal:3306/ids".parse()?;
+/// assert_eq!(url.kind(), StoreKind::MySql);
+/// assert!(!url.to_string().contains("s3cret"));
+///
+/// // One colon short: refused, not a file called "mysql:app:s3cret@db.internal".
+/// let typo = "mysql:app:s3cret@db.internal/ids".parse::<StoreUrl>().unwrap_err();
+/// assert!(typo.to_string().contains("mysql://"));
+/// assert!(!typo.to_string().contains("s3cret"));
+/// # }
+/// # Ok::<(), uidgen::StoreError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl {
+    kind: StoreKind,
+    /// The file of the embedded store, or the URL as given (trimmed).
+    target: Target,
+    /// The bound on each network step (the wait for the file's lock, for SQLite), if not
+    /// the store's default.
+    timeout: Option<std::time::Duration>,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Target {
+    File(PathBuf),
+    Url(String),
+}
+
+impl StoreUrl {
+    /// Parses `raw`; see the table above. A network URL is checked the way its engine
+    /// will read it (host, user, database, parameters), without connecting.
+    pub fn parse(raw: &str) -> Result<Self, StoreError> {
+        let text = raw.trim();
+        let refuse = |reason: String| StoreError::InvalidUrl {
+            store: "store",
+            url: shown(text),
+            reason,
+            expected: ACCEPTED_STORE_URLS,
+        };
+        if text.is_empty() {
+            return Err(refuse("it is empty".into()));
+        }
+        let scheme_end = text.find(':').filter(|&end| {
+            end > 1
+                && text[..end]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+                && text.as_bytes()[0].is_ascii_alphabetic()
+        });
+        let Some(end) = scheme_end else {
+            return Self::plain_path(text).map_err(refuse);
+        };
+        let scheme = text[..end].to_ascii_lowercase();
+        let rest = &text[end + 1..];
+        let Some(&(_, kind)) = SCHEMES.iter().find(|(name, _)| *name == scheme) else {
+            return Err(refuse(format!(
+                "unknown scheme {:?}",
+                scheme.chars().take(40).collect::<String>()
+            )));
+        };
+        if kind == StoreKind::Sqlite {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            return Self::file(Path::new(path)).map_err(refuse);
+        }
+        if !rest.starts_with("//") {
+            return Err(refuse(format!(
+                "{scheme}: needs two slashes: {scheme}://user@host/..."
+            )));
+        }
+        let url = Self {
+            kind,
+            target: Target::Url(text.to_owned()),
+            timeout: None,
+        };
+        url.check_network()?;
+        Ok(url)
+    }
+
+    /// The embedded store in the SQLite file at `path`, created with its folder when
+    /// first used (the user's data folder, say); `:memory:` and `file:` URIs are
+    /// refused, as each process would have a store of its own.
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let path = path.into();
+        super::sqlite::check_path(&path)?;
+        Ok(Self {
+            kind: StoreKind::Sqlite,
+            target: Target::File(path),
+            timeout: None,
+        })
+    }
+
+    /// A plain path: a file in an existing folder, and no character a URL has.
+    fn plain_path(text: &str) -> Result<Self, String> {
+        if let Some(c) = text.chars().find(|c| matches!(c, ':' | '@')) {
+            return Err(format!(
+                "it is not a URL a store knows, and a file path has no {c:?} (a URL with a \
+                 typo would become a local file)"
+            ));
+        }
+        Self::file(Path::new(text))
+    }
+
+    fn file(path: &Path) -> Result<Self, String> {
+        let text = path.to_string_lossy();
+        if text.trim().is_empty() {
+            return Err("the path is empty".into());
+        }
+        if text == ":memory:" || text.starts_with("file:") {
+            return Err(
+                "in-memory databases and file: URIs are refused: each process would \
+                        have its own store and hand out the same worker IDs"
+                    .into(),
+            );
+        }
+        if path.is_dir() || text.ends_with('/') {
+            return Err("it is a folder; name a file in it".into());
+        }
+        let folder = match path.parent() {
+            Some(folder) if !folder.as_os_str().is_empty() => folder,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(format!(
+                "the folder {} does not exist (create it first)",
+                folder.display()
+            ));
+        }
+        Ok(Self {
+            kind: StoreKind::Sqlite,
+            target: Target::File(path.to_owned()),
+            timeout: None,
+        })
+    }
+
+    /// Checks a network URL the way its engine reads it, and that this build has it.
+    fn check_network(&self) -> Result<(), StoreError> {
+        let Target::Url(url) = &self.target else {
+            return Ok(());
+        };
+        match self.kind {
+            #[cfg(feature = "mysql")]
+            StoreKind::MySql => {
+                super::mysql::MySqlStore::new(url, std::time::Duration::ZERO).map(drop)
+            }
+            #[cfg(feature = "postgres")]
+            StoreKind::Postgres => super::postgres::PgConn::new(url, "", "t").map(drop),
+            #[cfg(feature = "redis")]
+            StoreKind::Redis => super::redis::RedisConn::new(url).map(drop),
+            kind => Err(not_built(kind, url)),
+        }
+    }
+
+    /// The bound on each network step of the stores opened from now on (resolving the
+    /// host name, connecting with its handshake, each statement; default 5 s), or for
+    /// SQLite the wait for another process holding the file (default 10 s).
+    #[must_use]
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Which engine it names.
+    pub fn kind(&self) -> StoreKind {
+        self.kind
+    }
+
+    /// The SQLite file, for the embedded store.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.target {
+            Target::File(path) => Some(path),
+            Target::Url(_) => None,
+        }
+    }
+
+    /// Opens the worker-ID lease store of this place (connecting on first use), in its
+    /// default table (`WORKER_LEASE`) or key prefix (`uidgen:lease:`).
+    pub fn lease_store(&self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
+        self.open_lease(None)
+    }
+
+    /// The lease store in table `name` (a key prefix on Redis): deployments sharing one
+    /// database kept apart.
+    pub fn lease_store_in(
+        &self,
+        name: &str,
+    ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
+        self.open_lease(Some(name))
+    }
+
+    /// Opens the segment store of this place (connecting on first use), in its default
+    /// table (`leaf_alloc`) or key prefix (`uidgen:segment:`).
+    pub fn segment_store(&self) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
+        self.open_segment(None)
+    }
+
+    /// The segment store in table `name` (a key prefix on Redis).
+    pub fn segment_store_in(
+        &self,
+        name: &str,
+    ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
+        self.open_segment(Some(name))
+    }
+
+    #[allow(unused_variables)]
+    fn open_lease(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
+        let url = match &self.target {
+            Target::File(path) => {
+                #[cfg(feature = "sqlite")]
+                {
+                    let mut store = super::SqliteLeaseStore::new(path.clone());
+                    if let Some(timeout) = self.timeout {
+                        store = store.busy_timeout(timeout);
+                    }
+                    return Ok(match name {
+                        Some(name) => Box::new(store.table(name)?),
+                        None => Box::new(store),
+                    });
+                }
+                #[cfg(not(feature = "sqlite"))]
+                return Err(not_built(StoreKind::Sqlite, &path.display().to_string()));
+            }
+            Target::Url(url) => url.as_str(),
+        };
+        match self.kind {
+            #[cfg(feature = "mysql")]
+            StoreKind::MySql => {
+                let mut store = super::MySqlLeaseStore::new(url)?;
+                if let Some(timeout) = self.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.table(name)?),
+                    None => Box::new(store),
+                })
+            }
+            #[cfg(feature = "postgres")]
+            StoreKind::Postgres => {
+                let mut store = super::PostgresLeaseStore::new(url)?;
+                if let Some(timeout) = self.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.table(name)?),
+                    None => Box::new(store),
+                })
+            }
+            #[cfg(feature = "redis")]
+            StoreKind::Redis => {
+                let mut store = super::RedisLeaseStore::new(url)?;
+                if let Some(timeout) = self.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.prefix(name)?),
+                    None => Box::new(store),
+                })
+            }
+            kind => Err(not_built(kind, url)),
+        }
+    }
+
+    #[allow(unused_variables)]
+    fn open_segment(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
+        let url = match &self.target {
+            Target::File(path) => {
+                #[cfg(feature = "sqlite")]
+                {
+                    let mut store = super::SqliteSegmentStore::new(path.clone());
+                    if let Some(timeout) = self.timeout {
+                        store = store.busy_timeout(timeout);
+                    }
+                    return Ok(match name {
+                        Some(name) => Box::new(store.table(name)?),
+                        None => Box::new(store),
+                    });
+                }
+                #[cfg(not(feature = "sqlite"))]
+                return Err(not_built(StoreKind::Sqlite, &path.display().to_string()));
+            }
+            Target::Url(url) => url.as_str(),
+        };
+        match self.kind {
+            #[cfg(feature = "mysql")]
+            StoreKind::MySql => {
+                let mut store = super::MySqlSegmentStore::new(url)?;
+                if let Some(timeout) = self.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.table(name)?),
+                    None => Box::new(store),
+                })
+            }
+            #[cfg(feature = "postgres")]
+            StoreKind::Postgres => {
+                let mut store = super::PostgresSegmentStore::new(url)?;
+                if let Some(timeout) = self.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.table(name)?),
+                    None => Box::new(store),
+                })
+            }
+            #[cfg(feature = "redis")]
+            StoreKind::Redis => {
+                let mut store = super::RedisSegmentStore::new(url)?;
+                if let Some(timeout) = self.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.prefix(name)?),
+                    None => Box::new(store),
+                })
+            }
+            kind => Err(not_built(kind, url)),
+        }
+    }
+}
+
+/// The error for an engine this build does not have.
+fn not_built(kind: StoreKind, url: &str) -> StoreError {
+    StoreError::InvalidUrl {
+        store: kind.name(),
+        url: shown(url),
+        reason: format!(
+            "this build of uidgen has no {} store: build it with the `{}` feature",
+            kind.name(),
+            kind.feature().unwrap_or("?")
+        ),
+        expected: ACCEPTED_STORE_URLS,
+    }
+}
+
+/// `text` as an error may show it: redacted where it could hold a password.
+fn shown(text: &str) -> String {
+    #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+    return redact_url(text);
+    #[cfg(not(any(feature = "mysql", feature = "postgres", feature = "redis")))]
+    if text.contains('@') || super::is_credential_key(text) || text.contains(':') {
+        "(not shown: it could hold a password)".to_owned()
+    } else {
+        crate::error::Shown(text).to_string()
+    }
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = StoreError;
+    fn from_str(raw: &str) -> Result<Self, StoreError> {
+        Self::parse(raw)
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    /// The URL with its password hidden; a file as its path.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.target {
+            Target::File(path) => write!(f, "{}", path.display()),
+            Target::Url(url) => {
+                let shown = shown(url);
+                f.write_str(shown.trim_matches('"'))
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreUrl")
+            .field("kind", &self.kind)
+            .field("url", &self.to_string())
+            .finish()
+    }
+}
+
+/// How much of the server's certificate a network store checks.
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[cfg_attr(not(any(feature = "mysql", feature = "postgres")), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Verify {
+    /// No TLS.
+    #[default]
+    Off,
+    /// Encrypted, certificate not checked (`require`, `REQUIRED`).
+    Encrypt,
+    /// The chain up to a trusted CA, not the host name (`verify-ca`, `VERIFY_CA`).
+    Chain,
+    /// The chain and the URL's host name (`verify-full`, `VERIFY_IDENTITY`, `rediss://`).
+    Full,
+}
+
+/// What a URL asks of TLS.
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Tls {
+    pub verify: Verify,
+    /// The only CA trusted, when named.
+    pub ca: Option<PathBuf>,
+}
+
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+impl Tls {
+    /// Takes the TLS parameters (`mode_key`, `ca_key`) out of `url`'s query; the other
+    /// parameters are returned. A CA with no mode, or with the encrypt-only mode, checks
+    /// the chain (as libpq and MySQL's client do).
+    #[cfg(any(feature = "mysql", feature = "postgres"))]
+    pub(crate) fn from_query(
+        url: &url::Url,
+        mode_key: &str,
+        ca_key: &str,
+        modes: &[(&str, Verify)],
+        refused: &str,
+    ) -> Result<(Self, Vec<(String, String)>), String> {
+        let mut tls = Self::default();
+        let mut mode = None;
+        let mut rest = Vec::new();
+        for (key, value) in url.query_pairs() {
+            if key.eq_ignore_ascii_case(mode_key) {
+                let found = modes
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(&value))
+                    .map(|&(_, verify)| verify);
+                mode = Some(found.ok_or_else(|| {
+                    let names: Vec<&str> = modes.iter().map(|(name, _)| *name).collect();
+                    // The value is not shown: a password pasted in the wrong place
+                    // would be.
+                    format!(
+                        "the value of {mode_key} is not understood: give one of {} ({refused})",
+                        names.join(", ")
+                    )
+                })?);
+            } else if key.eq_ignore_ascii_case(ca_key) {
+                tls.ca = Some(Self::ca_file(ca_key, &value)?);
+            } else {
+                rest.push((key.into_owned(), value.into_owned()));
+            }
+        }
+        tls.verify = match (mode, &tls.ca) {
+            (Some(Verify::Off), Some(_)) => {
+                return Err(format!("{ca_key} is given but TLS is off ({mode_key})"))
+            }
+            (None | Some(Verify::Encrypt), Some(_)) => Verify::Chain,
+            (mode, _) => mode.unwrap_or_default(),
+        };
+        Ok((tls, rest))
+    }
+
+    /// The CA file named by a URL: it must be a readable file.
+    pub(crate) fn ca_file(key: &str, value: &str) -> Result<PathBuf, String> {
+        let path = PathBuf::from(value);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(_) => Err(format!("{key}: {} is not a file", path.display())),
+            Err(e) => Err(format!("{key}: cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// An error if the URL asks for TLS and this build has none.
+    pub(crate) fn check_built(&self, store: &str) -> Result<(), String> {
+        if self.verify != Verify::Off && !cfg!(feature = "tls") {
+            return Err(format!(
+                "this URL asks for TLS, and this build of uidgen has no TLS for {store}: \
+                 build it with the `tls` feature"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(raw: &str) -> String {
+        let err = StoreUrl::parse(raw).expect_err(raw);
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("SECRETPW"), "{raw}: {text}");
+        assert!(
+            text.contains("mysql://"),
+            "{raw}: names the accepted forms: {text}"
+        );
+        text
+    }
+
+    #[test]
+    fn typos_are_refused_never_taken_for_files() {
+        let dir = std::env::temp_dir();
+        let cwd = std::env::current_dir().unwrap();
+        for raw in [
+            "mysql:u:SECRETPW@127.0.0.1/db",
+            "mysql:/u:SECRETPW@127.0.0.1/db",
+            "u:SECRETPW@127.0.0.1/db",
+            "mysq://u:SECRETPW@127.0.0.1/db",
+            "postgres:u:SECRETPW@h/db",
+            "redis:SECRETPW@h",
+            "http://u:SECRETPW@h/db",
+            "",
+            "   ",
+        ] {
+            refused(raw);
+        }
+        assert!(refused("mysq://u:SECRETPW@h/db").contains("unknown scheme \"mysq\""));
+        assert!(refused("mysql:/u:SECRETPW@h/db").contains("two slashes"));
+        assert!(refused("u:SECRETPW@h/db").contains("no ':'"));
+        // Folders, and files in folders that do not exist.
+        refused(&dir.display().to_string());
+        refused("/no/such/folder/uidgen.sqlite3");
+        refused("sqlite:/no/such/folder/uidgen.sqlite3");
+        refused(":memory:");
+        refused("sqlite::memory:");
+        // Nothing was created by any of them.
+        assert!(!cwd.join("mysql:u:SECRETPW@127.0.0.1").exists());
+        assert!(!cwd.join("u:SECRETPW@127.0.0.1").exists());
+    }
+
+    #[test]
+    fn every_accepted_form_opens_its_engine() {
+        let dir = std::env::temp_dir();
+        let file = dir.join("uidgen-url-test.sqlite3");
+        let text = file.display().to_string();
+        for raw in [
+            text.clone(),
+            format!("sqlite:{text}"),
+            format!("sqlite://{text}"),
+        ] {
+            let url = StoreUrl::parse(&raw).unwrap();
+            assert_eq!(url.kind(), StoreKind::Sqlite, "{raw}");
+            assert_eq!(url.path(), Some(file.as_path()), "{raw}");
+        }
+        let relative = StoreUrl::parse("ids.sqlite3").unwrap();
+        assert_eq!(relative.path(), Some(Path::new("ids.sqlite3")));
+        #[cfg(feature = "mysql")]
+        for raw in ["mysql://u:SECRETPW@h/db", "MariaDB://u:SECRETPW@h:3307/db"] {
+            let url = StoreUrl::parse(raw).unwrap();
+            assert_eq!(url.kind(), StoreKind::MySql);
+            assert!(!format!("{url} {url:?}").contains("SECRETPW"));
+        }
+        #[cfg(feature = "postgres")]
+        for raw in ["postgres://u:SECRETPW@h/db", "postgresql://u@h:5433/db"] {
+            assert_eq!(StoreUrl::parse(raw).unwrap().kind(), StoreKind::Postgres);
+        }
+        #[cfg(feature = "redis")]
+        for raw in ["redis://:SECRETPW@h", "redis://h:6380/2"] {
+            assert_eq!(StoreUrl::parse(raw).unwrap().kind(), StoreKind::Redis);
+        }
+    }
+
+    #[cfg(all(feature = "mysql", feature = "postgres", feature = "redis"))]
+    #[test]
+    fn tls_parameters_are_read_and_checked() {
+        let ca = std::env::temp_dir().join("uidgen-url-test-ca.pem");
+        std::fs::write(&ca, "not a certificate, only a file").unwrap();
+        let ca = ca.display().to_string();
+        for raw in [
+            format!("mysql://u@h/db?ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}"),
+            format!("mysql://u@h/db?ssl-mode=verify_identity&ssl-ca={ca}"),
+            "mysql://u@h/db?ssl-mode=required".to_owned(),
+            format!("postgres://u@h/db?sslmode=verify-full&sslrootcert={ca}"),
+            "postgres://u@h/db?sslmode=disable".to_owned(),
+            format!("rediss://h:6380/?cacert={ca}"),
+        ] {
+            let parsed = StoreUrl::parse(&raw);
+            if cfg!(feature = "tls") || raw.contains("disable") {
+                parsed.unwrap_or_else(|e| panic!("{raw}: {e}"));
+            } else {
+                assert!(
+                    parsed.unwrap_err().to_string().contains("`tls` feature"),
+                    "{raw}"
+                );
+            }
+        }
+        for (raw, says) in [
+            ("mysql://u@h/db?ssl-mode=PREFERRED", "PREFERRED falls back"),
+            ("postgres://u@h/db?sslmode=prefer", "prefer fall back"),
+            (
+                "mysql://u@h/db?ssl-ca=/no/such/ca.pem",
+                "cannot read /no/such/ca.pem",
+            ),
+            (
+                "postgres://u@h/db?sslrootcert=/no/such/ca.pem",
+                "cannot read",
+            ),
+            ("rediss://h/?cacert=/no/such/ca.pem", "cannot read"),
+        ] {
+            let err = StoreUrl::parse(raw).unwrap_err().to_string();
+            assert!(err.contains(says), "{raw}: {err}");
+        }
     }
 }

@@ -1,10 +1,10 @@
 //! Segment counters on Redis: one hash per tag, moved by `HINCRBY` inside a Lua script.
 
-use super::redis::{RedisLeaseStore, LUA_NOW};
-use super::segment::{
+use super::{RedisConn, LUA_NOW};
+use crate::store::segment::{
     check_create, check_step, check_tag, counter_overflow, missing_tag, SegmentStore, TagRecord,
 };
-use super::StoreError;
+use crate::store::{StoreError, StoreKind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,15 +61,15 @@ return 1
 #[derive(Clone)]
 pub struct RedisSegmentStore {
     /// The lease store's connection handling (URL, bounds, errors), with its own prefix.
-    server: RedisLeaseStore,
+    conn: RedisConn,
     scripts: Arc<[redis::Script; 3]>,
 }
 
 impl std::fmt::Debug for RedisSegmentStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisSegmentStore")
-            .field("location", &self.server.location())
-            .field("prefix", &self.server.key_prefix())
+            .field("location", &self.conn.location())
+            .field("prefix", &self.conn.key_prefix())
             .finish_non_exhaustive()
     }
 }
@@ -80,7 +80,7 @@ impl RedisSegmentStore {
     pub fn new(url: &str) -> Result<Self, StoreError> {
         let script = |body: &str| redis::Script::new(&format!("{LUA_NOW}{body}"));
         Ok(Self {
-            server: RedisLeaseStore::new(url)?.prefix(DEFAULT_PREFIX)?,
+            conn: RedisConn::new(url)?.with_prefix(DEFAULT_PREFIX)?,
             scripts: Arc::new([script(ALLOCATE), script(CREATE), script(GIVE_BACK)]),
         })
     }
@@ -88,19 +88,19 @@ impl RedisSegmentStore {
     /// The bound on each network step (default 5 s).
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.server = self.server.timeout(timeout);
+        self.conn = self.conn.with_timeout(timeout);
         self
     }
 
     /// The prefix of every key (default `uidgen:segment:`).
     pub fn prefix(mut self, prefix: &str) -> Result<Self, StoreError> {
-        self.server = self.server.prefix(prefix)?;
+        self.conn = self.conn.with_prefix(prefix)?;
         Ok(self)
     }
 
     /// The server, without its password.
     pub fn location(&self) -> &str {
-        self.server.location()
+        self.conn.location()
     }
 
     /// Deletes every tag under the prefix. Only for tags no one will use again.
@@ -109,7 +109,7 @@ impl RedisSegmentStore {
         if keys.is_empty() {
             return Ok(());
         }
-        self.server
+        self.conn
             .run("deleting the keys", |conn| {
                 redis::cmd("DEL").arg(&keys).query::<i64>(conn)
             })
@@ -117,13 +117,13 @@ impl RedisSegmentStore {
     }
 
     fn key(&self, tag: &str) -> String {
-        format!("{}{tag}", self.server.key_prefix())
+        format!("{}{tag}", self.conn.key_prefix())
     }
 
     /// Every key under the prefix (SCAN, so the server is never blocked).
     fn keys(&self) -> Result<Vec<String>, StoreError> {
         let pattern: String = self
-            .server
+            .conn
             .key_prefix()
             .chars()
             .flat_map(|c| {
@@ -135,16 +135,15 @@ impl RedisSegmentStore {
         let mut keys = Vec::new();
         let mut cursor = 0u64;
         loop {
-            let (next, batch): (u64, Vec<String>) =
-                self.server.run("listing the tags", |conn| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query(conn)
-                })?;
+            let (next, batch): (u64, Vec<String>) = self.conn.run("listing the tags", |conn| {
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query(conn)
+            })?;
             keys.extend(batch);
             if next == 0 {
                 break;
@@ -157,13 +156,13 @@ impl RedisSegmentStore {
     }
 
     fn read(&self, key: &str, step: &'static str) -> Result<Option<TagRecord>, StoreError> {
-        let fields: Vec<Option<String>> = self.server.run(step, |conn| {
+        let fields: Vec<Option<String>> = self.conn.run(step, |conn| {
             redis::cmd("HMGET")
                 .arg(key)
                 .arg(&["max_id", "step", "description", "update_time"])
                 .query(conn)
         })?;
-        let tag = key[self.server.key_prefix().len()..].to_owned();
+        let tag = key[self.conn.key_prefix().len()..].to_owned();
         match fields.as_slice() {
             [None, ..] => Ok(None),
             [Some(max_id), step_field, description, updated] => {
@@ -181,10 +180,10 @@ impl RedisSegmentStore {
                         description: description.clone().unwrap_or_default(),
                         updated_ms,
                     })),
-                    _ => Err(self.server.unexpected(step, &[format!("{fields:?}")])),
+                    _ => Err(self.conn.unexpected(step, &[format!("{fields:?}")])),
                 }
             }
-            _ => Err(self.server.unexpected(step, &[format!("{fields:?}")])),
+            _ => Err(self.conn.unexpected(step, &[format!("{fields:?}")])),
         }
     }
 }
@@ -193,9 +192,13 @@ impl SegmentStore for RedisSegmentStore {
     fn describe(&self) -> String {
         format!(
             "the Redis store {} (keys {}*)",
-            self.server.location(),
-            self.server.key_prefix()
+            self.conn.location(),
+            self.conn.key_prefix()
         )
+    }
+
+    fn kind(&self) -> StoreKind {
+        StoreKind::Redis
     }
 
     fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
@@ -203,16 +206,16 @@ impl SegmentStore for RedisSegmentStore {
         check_step(STORE, tag, step)?;
         let key = self.key(tag);
         let what = "taking a range";
-        let answer: Vec<String> = self.server.run(what, |conn| {
+        let answer: Vec<String> = self.conn.run(what, |conn| {
             self.scripts[0].key(&key).arg(step).invoke(conn)
         })?;
         match answer.as_slice() {
             [kind, max_id] if kind == "ok" => max_id
                 .parse()
-                .map_err(|_| self.server.unexpected(what, &answer)),
+                .map_err(|_| self.conn.unexpected(what, &answer)),
             [kind] if kind == "missing" => Err(missing_tag(STORE, &self.describe(), tag)),
             [kind, max_id] if kind == "overflow" => Err(counter_overflow(STORE, tag, max_id, step)),
-            _ => Err(self.server.unexpected(what, &answer)),
+            _ => Err(self.conn.unexpected(what, &answer)),
         }
     }
 
@@ -225,7 +228,7 @@ impl SegmentStore for RedisSegmentStore {
     ) -> Result<bool, StoreError> {
         check_create(STORE, tag, first_id, step, description)?;
         let key = self.key(tag);
-        let created: i64 = self.server.run("creating a tag", |conn| {
+        let created: i64 = self.conn.run("creating a tag", |conn| {
             self.scripts[1]
                 .key(&key)
                 .arg(first_id)
@@ -242,7 +245,7 @@ impl SegmentStore for RedisSegmentStore {
             return Ok(false);
         }
         let key = self.key(tag);
-        let changed: i64 = self.server.run("giving a range back", |conn| {
+        let changed: i64 = self.conn.run("giving a range back", |conn| {
             self.scripts[2].key(&key).arg(from).arg(to).invoke(conn)
         })?;
         Ok(changed == 1)

@@ -1,0 +1,134 @@
+//! What the three SQL engines (SQLite, MySQL/MariaDB, PostgreSQL) share: one statement
+//! runner per engine ([`SqlConn`]), and the lease and segment steps written once over it
+//! in each engine's [`Dialect`]. An engine's folder holds only its connection.
+
+pub(crate) mod lease;
+pub(crate) mod segment;
+
+use super::{StoreError, StoreKind};
+
+/// A statement parameter or a column value, as the engines exchange them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Value {
+    Null,
+    Int(i64),
+    Text(String),
+}
+
+impl From<&str> for Value {
+    fn from(text: &str) -> Self {
+        Value::Text(text.to_owned())
+    }
+}
+
+impl From<u64> for Value {
+    /// Numbers past `i64::MAX` never reach a statement: callers check their ranges, and
+    /// a wrapped value would be refused by the columns' checks, never stored.
+    fn from(number: u64) -> Self {
+        Value::Int(i64::try_from(number).unwrap_or(i64::MAX))
+    }
+}
+
+/// What one statement did.
+#[derive(Debug, Default)]
+pub(crate) struct Done {
+    /// The rows it returned (a `SELECT`, or `... RETURNING`).
+    pub rows: Vec<Vec<Value>>,
+    /// Rows matched by an `UPDATE` (matched, not only changed: a lease renewed twice in
+    /// one millisecond still counts), or inserted.
+    pub affected: u64,
+    /// The insert hit an existing key; nothing was written.
+    pub duplicate: bool,
+    /// MySQL's `LAST_INSERT_ID(expr)` after the statement, where the engine has it.
+    pub last_insert_id: Option<u64>,
+}
+
+/// How an engine writes the few things SQL spells differently.
+#[derive(Debug)]
+pub(crate) struct Dialect {
+    /// The server's clock in Unix milliseconds, as an expression.
+    pub now_ms: &'static str,
+    /// The larger of two values (`GREATEST`, or SQLite's two-argument `MAX`).
+    pub greatest: &'static str,
+    /// The value of a lease row's `MODIFIED` column now.
+    pub modified_now: &'static str,
+    /// The value of a `leaf_alloc` row's `update_time` now.
+    pub stamp_now: &'static str,
+    /// `update_time` in Unix milliseconds, as an expression.
+    pub updated_ms: &'static str,
+    /// `UPDATE ... RETURNING` works (not on MySQL or MariaDB: they use `LAST_INSERT_ID`).
+    pub update_returning: bool,
+}
+
+/// One engine's connection: runs one statement at a time, within the engine's bounds,
+/// creating its table on first use. Parameters are written `?` in the SQL; an engine
+/// that numbers them renumbers.
+pub(crate) trait SqlConn: Send + Sync + 'static {
+    fn dialect(&self) -> &'static Dialect;
+    fn kind(&self) -> StoreKind;
+    /// The store as messages call it (`the {name} store ...`).
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+    /// The database, without its password.
+    fn location(&self) -> String;
+    fn exec(&self, step: &'static str, sql: &str, params: &[Value]) -> Result<Done, StoreError>;
+}
+
+/// A column read as a number or text, or an error naming the table's DDL.
+pub(crate) struct Columns<'a> {
+    pub conn: &'a dyn SqlConn,
+    pub table: &'a str,
+    pub step: &'static str,
+}
+
+impl Columns<'_> {
+    fn unexpected(&self, index: usize, what: &str) -> StoreError {
+        StoreError::Unexpected {
+            store: self.conn.kind().name(),
+            location: self.conn.location(),
+            step: self.step,
+            what: format!(
+                "column {index} of {} {what}; compare the table with its DDL in schema/",
+                self.table
+            ),
+        }
+    }
+
+    fn get<'r>(&self, row: &'r [Value], index: usize) -> Result<&'r Value, StoreError> {
+        row.get(index)
+            .ok_or_else(|| self.unexpected(index, "is missing"))
+    }
+
+    /// A number, `None` for NULL (MySQL may send a computed number as text).
+    pub fn int(&self, row: &[Value], index: usize) -> Result<Option<i64>, StoreError> {
+        match self.get(row, index)? {
+            Value::Null => Ok(None),
+            Value::Int(n) => Ok(Some(*n)),
+            Value::Text(t) => t
+                .parse()
+                .map(Some)
+                .map_err(|_| self.unexpected(index, "is not a number")),
+        }
+    }
+
+    /// A number that is never NULL or negative.
+    pub fn u64(&self, row: &[Value], index: usize) -> Result<u64, StoreError> {
+        self.int(row, index)?
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| self.unexpected(index, "is NULL or negative"))
+    }
+
+    pub fn text(&self, row: &[Value], index: usize) -> Result<Option<String>, StoreError> {
+        match self.get(row, index)? {
+            Value::Null => Ok(None),
+            Value::Text(t) => Ok(Some(t.clone())),
+            Value::Int(_) => Err(self.unexpected(index, "is a number, not text")),
+        }
+    }
+}
+
+/// `ms` as a duration for a statement, capped so `now + ttl` cannot overflow a `BIGINT`.
+pub(crate) fn millis(ttl: std::time::Duration) -> Value {
+    Value::Int(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4))
+}

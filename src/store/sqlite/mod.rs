@@ -1,0 +1,206 @@
+//! The embedded store: a SQLite file, compiled in. This folder holds its connection;
+//! the lease and segment steps are the SQL engines' own (`store::sql`).
+
+mod lease;
+mod segment;
+
+pub use self::lease::SqliteLeaseStore;
+pub use self::segment::{SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
+
+use super::sql::{Dialect, Done, SqlConn, Value};
+use super::{StoreError, StoreKind};
+use crate::sync::{lock, Arc, Mutex};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Refuses a path that is not a file another process can open too: an in-memory
+/// database would give every process the same worker IDs, and so the same IDs.
+pub(crate) fn check_path(path: &Path) -> Result<(), StoreError> {
+    let text = path.to_string_lossy();
+    let problem = if text.trim().is_empty() {
+        "the path is empty; give a file path"
+    } else if text == ":memory:" || text.starts_with("file:") {
+        "in-memory databases and file: URIs are refused: each process would get its own \
+         registry and hand out the same worker IDs; give a file path"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::File {
+        path: path.to_owned(),
+        problem: problem.into(),
+        source: None,
+    })
+}
+
+/// Opens (creating it and its folder if needed) the database file at `path`; another
+/// process holding it is waited for up to `busy_timeout`.
+pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    check_path(path)?;
+    let failed = |problem: String, source: super::Cause| StoreError::File {
+        path: path.to_owned(),
+        problem,
+        source: Some(source),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| failed(format!("cannot create folder {}", dir.display()), e.into()))?;
+    }
+    let conn =
+        Connection::open(path).map_err(|e| failed("cannot open the file".into(), e.into()))?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(|e| failed("cannot set the busy timeout".into(), e.into()))?;
+    Ok(conn)
+}
+
+/// A failed statement on the embedded store at `path`.
+pub(crate) fn failed(path: &Path, step: &str, source: rusqlite::Error) -> StoreError {
+    StoreError::File {
+        path: path.to_owned(),
+        problem: format!("{step} failed"),
+        source: Some(Box::new(source)),
+    }
+}
+
+/// The store's clock, in Unix milliseconds.
+const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+static DIALECT: Dialect = Dialect {
+    now_ms: NOW_MS,
+    greatest: "MAX",
+    modified_now: "datetime('now')",
+    stamp_now: NOW_MS,
+    updated_ms: "update_time",
+    update_returning: true,
+};
+
+/// One SQLite file, opened on first use (with its table created) and kept; clones share
+/// the connection. Each statement runs under SQLite's own write lock.
+#[derive(Clone)]
+pub(crate) struct SqliteConn {
+    path: PathBuf,
+    busy_timeout: Duration,
+    /// The table's DDL, with its name in place.
+    ddl: String,
+    table: String,
+    conn: Arc<Mutex<Option<Connection>>>,
+}
+
+impl SqliteConn {
+    pub(crate) fn new(path: PathBuf, ddl: &str, table: &str) -> Self {
+        Self {
+            path,
+            busy_timeout: Duration::from_secs(10),
+            ddl: ddl.to_owned(),
+            table: table.to_owned(),
+            conn: Arc::default(),
+        }
+    }
+
+    /// The same file, another table of the same DDL.
+    pub(crate) fn with_table(self, table: &str) -> Self {
+        Self {
+            ddl: self.ddl.replacen(
+                &format!("EXISTS {} (", self.table),
+                &format!("EXISTS {table} ("),
+                1,
+            ),
+            table: table.to_owned(),
+            conn: Arc::default(),
+            ..self
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A new connection with another busy timeout.
+    pub(crate) fn busy_timeout(self, busy_timeout: Duration) -> Self {
+        Self {
+            busy_timeout,
+            conn: Arc::default(),
+            ..self
+        }
+    }
+
+    /// Runs one statement: its rows, and the rows it changed; a primary key that exists
+    /// already is `duplicate`, not an error.
+    fn run(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<Done> {
+        match Self::statement(conn, sql, params) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+                    || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+            {
+                Ok(Done {
+                    duplicate: true,
+                    ..Done::default()
+                })
+            }
+            other => other,
+        }
+    }
+
+    fn statement(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<Done> {
+        let mut statement = conn.prepare_cached(sql)?;
+        let params = params.iter().map(|value| match value {
+            Value::Null => rusqlite::types::Value::Null,
+            Value::Int(n) => rusqlite::types::Value::Integer(*n),
+            Value::Text(t) => rusqlite::types::Value::Text(t.clone()),
+        });
+        let width = statement.column_count();
+        let mut rows = statement.query(rusqlite::params_from_iter(params))?;
+        let mut done = Done::default();
+        while let Some(row) = rows.next()? {
+            let values = (0..width)
+                .map(|index| {
+                    Ok(match row.get::<_, rusqlite::types::Value>(index)? {
+                        rusqlite::types::Value::Integer(n) => Value::Int(n),
+                        rusqlite::types::Value::Text(t) => Value::Text(t),
+                        // Our columns hold whole numbers and text only.
+                        _ => Value::Null,
+                    })
+                })
+                .collect::<rusqlite::Result<_>>()?;
+            done.rows.push(values);
+        }
+        drop(rows);
+        done.affected = conn.changes();
+        Ok(done)
+    }
+}
+
+impl SqlConn for SqliteConn {
+    fn dialect(&self) -> &'static Dialect {
+        &DIALECT
+    }
+
+    fn kind(&self) -> StoreKind {
+        StoreKind::Sqlite
+    }
+
+    fn name(&self) -> &'static str {
+        "embedded SQLite"
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn exec(&self, step: &'static str, sql: &str, params: &[Value]) -> Result<Done, StoreError> {
+        let mut slot = lock(&self.conn);
+        let conn = match slot.take() {
+            Some(conn) => conn,
+            None => {
+                let conn = open(&self.path, self.busy_timeout)?;
+                conn.execute_batch(&self.ddl)
+                    .map_err(|e| failed(&self.path, "creating the table", e))?;
+                conn
+            }
+        };
+        // A failed step drops the connection, so the next one starts afresh.
+        let done = Self::run(&conn, sql, params).map_err(|e| failed(&self.path, step, e))?;
+        *slot = Some(conn);
+        Ok(done)
+    }
+}
