@@ -136,6 +136,34 @@ pub enum UidError {
         /// How far back it went.
         by: Duration,
     },
+    /// A previous holder of the worker ID used ticks up to its time mark, and the clock
+    /// has not reached them yet. Not a clock rollback: a cached generator borrows future
+    /// ticks, so its mark can be ahead of the clock when it lets the worker ID go (a clock
+    /// set back since then looks the same from here). The default generator waits for the
+    /// clock to pass the mark for up to its bound
+    /// ([`max_mark_wait`](crate::DefaultUidGeneratorBuilder::max_mark_wait)); this says
+    /// the wait would be longer. Retry after `ahead`, or use another worker ID.
+    #[error(
+        "a previous holder of worker ID {worker_id} used ticks up to {} UTC (the worker \
+         ID's time mark), {ahead:?} ahead of the clock ({} UTC); this generator waits at \
+         most {max_wait:?} for the clock to pass a time mark: retry in {ahead:?}, or use \
+         another worker ID",
+        format_instant(*mark_millis),
+        format_instant(*now_millis)
+    )]
+    MarkAhead {
+        /// The worker ID.
+        worker_id: u64,
+        /// The time mark: the last millisecond a previous holder may have used, in Unix
+        /// milliseconds.
+        mark_millis: u64,
+        /// The clock's reading, in Unix milliseconds.
+        now_millis: u64,
+        /// How long until the clock passes the mark.
+        ahead: Duration,
+        /// The longest the generator waits for it.
+        max_wait: Duration,
+    },
     /// The clock reads a time before the layout's epoch.
     #[error(
         "clock reads {}, before the layout's epoch {}",

@@ -7,7 +7,10 @@ use std::time::Duration;
 mod common;
 
 use common::{tiny_layout, EPOCH_MS};
-use uidgen::{BitsAllocator, DefaultUidGenerator, ManualClock, Preset, UidError, UidGenerator};
+use uidgen::{
+    BitsAllocator, DefaultUidGenerator, ManualClock, Preset, RollbackStrategy, UidError,
+    UidGenerator,
+};
 
 fn generator(bits: BitsAllocator, clock: &ManualClock) -> DefaultUidGenerator {
     DefaultUidGenerator::builder()
@@ -145,4 +148,171 @@ fn four_threads_get_distinct_ids_on_a_millisecond_layout() {
     }
     let distinct: HashSet<u64> = all.iter().flatten().copied().collect();
     assert_eq!(distinct.len(), 4 * per_thread);
+}
+
+// A worker ID's time mark ahead of the clock ------------------------------------------
+
+/// A millisecond layout (Snowflake's) and a manual clock at `start`.
+fn ms_generator(clock: &ManualClock, strategy: RollbackStrategy) -> DefaultUidGenerator {
+    DefaultUidGenerator::builder()
+        .allocator(Preset::Snowflake.builder().build_unchecked_time().unwrap())
+        .worker_id(3)
+        .clock(clock.clone())
+        .rollback_strategy(strategy)
+        .build()
+        .unwrap()
+}
+
+/// A clock at `start` whose worker ID 3 was used, by a generator now gone, up to the
+/// tick `ahead` later (as a cached generator that borrowed ticks leaves it); the clock
+/// reads `start` again. Returns the clock and the previous holder's ID.
+fn clock_behind_the_mark_by(start: u64, ahead: Duration) -> (ManualClock, u64) {
+    let clock = ManualClock::new(start);
+    clock.advance(ahead);
+    let previous = ms_generator(&clock, RollbackStrategy::Fail);
+    let id = previous.next_uid().unwrap();
+    drop(previous);
+    clock.set(start);
+    (clock, id)
+}
+
+/// A start that is not a whole second, so the mark prints with its milliseconds.
+const START_MS: u64 = 1_800_000_000_123;
+
+#[test]
+fn a_mark_20ms_ahead_is_waited_for_not_called_a_rollback() {
+    let (clock, previous) = clock_behind_the_mark_by(START_MS, Duration::from_millis(20));
+    let gen = std::sync::Arc::new(ms_generator(&clock, RollbackStrategy::Fail));
+    let (tx, rx) = mpsc::channel();
+    let waiter = {
+        let gen = gen.clone();
+        thread::spawn(move || tx.send(gen.next_uid()).unwrap())
+    };
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "issued an ID while the clock is behind the mark"
+    );
+    // The first tick above the mark starts 21 ms from now.
+    assert_eq!(
+        gen.try_next_uid(),
+        Err(UidError::WouldBlock {
+            why: "this tick's sequence is used up, or the clock is behind the last tick used \
+                  or the worker ID's time mark",
+            wait: Some(Duration::from_millis(21)),
+        })
+    );
+    clock.advance(Duration::from_millis(20));
+    assert!(
+        rx.recv_timeout(Duration::from_millis(100)).is_err(),
+        "issued an ID in the mark's own tick"
+    );
+    clock.advance(Duration::from_millis(1));
+    let uid = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("issued once the clock passed the mark")
+        .expect("no error while waiting within the bound");
+    waiter.join().unwrap();
+    assert!(
+        uid > previous,
+        "{uid} not above the previous holder's {previous}"
+    );
+    let (mine, theirs) = (
+        gen.parse_uid(uid).unwrap(),
+        gen.parse_uid(previous).unwrap(),
+    );
+    assert_eq!(
+        mine.delta,
+        theirs.delta + 1,
+        "the first tick above the mark"
+    );
+    assert_eq!(gen.rollbacks(), 0, "waiting for a mark is not a rollback");
+    // A real rollback after that is still one.
+    clock.rewind(Duration::from_millis(5));
+    assert_eq!(
+        gen.next_uid(),
+        Err(UidError::ClockMovedBackwards {
+            by: Duration::from_millis(5)
+        })
+    );
+    assert_eq!(gen.rollbacks(), 1);
+}
+
+#[test]
+fn a_mark_further_ahead_than_the_bound_is_an_error_naming_the_worker_id_and_the_mark() {
+    let ahead = Duration::from_secs(5);
+    let (clock, previous) = clock_behind_the_mark_by(START_MS, ahead);
+    let gen = ms_generator(&clock, RollbackStrategy::Fail);
+    let started = std::time::Instant::now();
+    let err = gen.next_uid().unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "failed only after {:?}: it must not wait out a mark past its bound",
+        started.elapsed()
+    );
+    assert_eq!(
+        err,
+        UidError::MarkAhead {
+            worker_id: 3,
+            mark_millis: START_MS + 5_000,
+            now_millis: START_MS,
+            ahead: Duration::from_millis(5_001),
+            max_wait: Duration::from_secs(1),
+        }
+    );
+    let message = err.to_string();
+    for part in [
+        "previous holder of worker ID 3",
+        "used ticks up to 2027-01-15 08:00:05.123 UTC",
+        "time mark",
+        "retry in 5.001s",
+    ] {
+        assert!(message.contains(part), "{part:?} not in: {message}");
+    }
+    assert!(!message.contains("backwards"), "{message}");
+    assert_eq!(gen.rollbacks(), 0);
+    // The same, once the clock is past the mark: IDs above the previous holder's.
+    clock.advance(ahead + Duration::from_millis(1));
+    assert!(gen.next_uid().unwrap() > previous);
+    assert_eq!(gen.rollbacks(), 0);
+}
+
+#[test]
+fn the_mark_wait_bound_is_wait_max_when_longer_or_as_set_and_continue_never_waits() {
+    let ahead = Duration::from_secs(5);
+    // `Wait { max: 10 s }`: a mark 5 s ahead is within the bound, so not an error.
+    let (clock, previous) = clock_behind_the_mark_by(START_MS, ahead);
+    let wait = RollbackStrategy::Wait {
+        max: Duration::from_secs(10),
+    };
+    let gen = ms_generator(&clock, wait.clone());
+    assert!(matches!(
+        gen.try_next_uid(),
+        Err(UidError::WouldBlock { wait: Some(w), .. }) if w == Duration::from_millis(5_001)
+    ));
+    drop(gen);
+    // Set explicitly, the bound is the one given.
+    let gen = DefaultUidGenerator::builder()
+        .allocator(Preset::Snowflake.builder().build_unchecked_time().unwrap())
+        .worker_id(3)
+        .clock(clock.clone())
+        .rollback_strategy(wait)
+        .max_mark_wait(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    assert!(matches!(
+        gen.next_uid(),
+        Err(UidError::MarkAhead { max_wait, .. }) if max_wait == Duration::from_millis(100)
+    ));
+    drop(gen);
+    // `Continue` goes on from the mark at once, and counts no rollback.
+    let gen = ms_generator(&clock, RollbackStrategy::Continue);
+    let uid = gen.next_uid().unwrap();
+    assert!(uid > previous);
+    assert_eq!(gen.rollbacks(), 0);
+    // More than an hour is refused, as for `max_run_ahead`.
+    let err = DefaultUidGenerator::builder()
+        .max_mark_wait(Duration::from_secs(3_601))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("max_mark_wait"), "{err}");
 }

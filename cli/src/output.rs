@@ -1,13 +1,20 @@
 //! Writing results: whole lines in chunks no larger than a pipe writes atomically, every
 //! write error handled (never a panic), and a closed stdout told apart from a failed one.
+//!
+//! What a kill leaves behind (cli/README.md): through a pipe, whole lines only; in a
+//! regular file, whole lines except a last one cut at a page boundary, because Linux
+//! checks for a fatal signal between the pages of a write to a file. No chunking can
+//! avoid that: a line straddling a page boundary is cut by a kill either inside the one
+//! write that holds it or between the two that do.
 
 use std::error::Error;
 use std::fmt;
 use std::io::{self, Write};
 
 /// The most bytes one chunk holds: PIPE_BUF on Linux, the size up to which a write to a
-/// pipe is atomic. A reader never sees half a line, even when this process is killed
-/// between two writes.
+/// pipe is atomic. A reader of a pipe never sees half a line, even when this process is
+/// killed (between two writes, or during one). A write to a regular file is not atomic:
+/// a kill during it can cut it at a page boundary of the file.
 pub(crate) const CHUNK: usize = 4096;
 
 /// Why a command stopped early.

@@ -21,6 +21,15 @@ use std::time::{Duration, Instant};
 /// time bits are used up, [`UidError::TimeExhausted`]. It never returns a repeated,
 /// wrapped or negative ID.
 ///
+/// A worker ID's time mark ahead of the clock is not a rollback: a previous holder (a
+/// [`CachedUidGenerator`](crate::CachedUidGenerator) borrows future ticks) used ticks the
+/// clock has not reached yet. The generator starts above the mark: with `Continue` at
+/// once, with every other strategy once the clock passes it, waiting up to
+/// [`max_mark_wait`](DefaultUidGeneratorBuilder::max_mark_wait) (default: 1 s, or
+/// `Wait`'s `max` if longer) and past that failing with [`UidError::MarkAhead`], which
+/// names the worker ID and the mark. Such a wait is not counted in
+/// [`rollbacks`](Self::rollbacks).
+///
 /// Throughput is capped at `max_sequence + 1` IDs per tick; for IDs at memory speed use
 /// [`CachedUidGenerator`](crate::CachedUidGenerator).
 ///
@@ -52,6 +61,8 @@ pub struct DefaultUidGenerator {
     mark: super::Mark,
     /// `Continue`: ticks IDs may run ahead of the really-elapsed time during a rollback.
     max_run_ahead_ticks: u64,
+    /// The longest a call waits for the clock to pass the worker ID's time mark.
+    max_mark_wait: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -61,7 +72,9 @@ struct TickState {
     last_tick: Option<u64>,
     /// The sequence number of the last ID handed out in `last_tick`.
     sequence: u64,
-    /// The latest clock reading seen, to say how far a rollback went.
+    /// The latest clock reading seen (0 before the first): the clock is behind only when
+    /// it reads less than this. Ticks ahead of it that came from the worker ID's time mark
+    /// (or from `Continue` running ahead) are not the clock's doing.
     latest_millis: u64,
     /// The worker ID in use.
     worker_id: u64,
@@ -87,6 +100,7 @@ pub struct DefaultUidGeneratorBuilder {
     base: GeneratorBase,
     strategy: RollbackStrategy,
     max_run_ahead: Duration,
+    max_mark_wait: Option<Duration>,
 }
 
 impl DefaultUidGeneratorBuilder {
@@ -107,17 +121,40 @@ impl DefaultUidGeneratorBuilder {
         self
     }
 
+    /// How long a call may wait for the clock to pass the worker ID's time mark, when a
+    /// previous holder of the worker ID used ticks ahead of the clock (a cached generator
+    /// borrows future ticks). Past it, the call fails with [`UidError::MarkAhead`] naming
+    /// the worker ID and the mark. Not used by [`RollbackStrategy::Continue`], which goes
+    /// on from the mark at once.
+    ///
+    /// Default: 1 s, or `Wait`'s `max` when that is longer; at most 1 hour. The wait is
+    /// for the first tick above the mark only, so it delays the first calls of a
+    /// generator, never later ones.
+    pub fn max_mark_wait(mut self, bound: Duration) -> Self {
+        self.max_mark_wait = Some(bound);
+        self
+    }
+
     /// Checks the worker IDs (and spares) against the layout and the layout against the
     /// clock.
     pub fn build(self) -> Result<DefaultUidGenerator, ConfigError> {
         self.base.check()?;
-        if self.max_run_ahead > Duration::from_secs(3600) {
-            return Err(ConfigError::OutOfRange {
-                field: "max_run_ahead",
-                value: format!("{:?}", self.max_run_ahead),
-                limit: "at most 1 hour".into(),
-            });
+        for (field, bound) in [
+            ("max_run_ahead", Some(self.max_run_ahead)),
+            ("max_mark_wait", self.max_mark_wait),
+        ] {
+            if let Some(bound) = bound.filter(|b| *b > Duration::from_secs(3600)) {
+                return Err(ConfigError::OutOfRange {
+                    field,
+                    value: format!("{bound:?}"),
+                    limit: "at most 1 hour".into(),
+                });
+            }
         }
+        let max_mark_wait = self.max_mark_wait.unwrap_or(match &self.strategy {
+            RollbackStrategy::Wait { max } => (*max).max(DEFAULT_MARK_WAIT),
+            _ => DEFAULT_MARK_WAIT,
+        });
         let (bits, worker_id, clock, warn_before_end, mark) = self.base.into_parts();
         let spares: VecDeque<u64> = match &self.strategy {
             RollbackStrategy::SpareWorker { spares } => spares.iter().copied().collect(),
@@ -139,13 +176,15 @@ impl DefaultUidGeneratorBuilder {
             }
         }
         // An earlier user of this worker ID got as far as tick `floor - 1`: start as if
-        // this generator had used it up, so a clock behind it is a rollback.
+        // this generator had used it up, so its first ID is above it. The clock was never
+        // seen there (`latest_millis` stays 0): a clock behind it is a wait for the mark,
+        // not a rollback.
         let floor = mark.state().floor();
         let state = match floor.checked_sub(1) {
             Some(last) => TickState {
                 last_tick: Some(last),
                 sequence: bits.max_sequence(),
-                latest_millis: bits.tick_start_millis(floor).saturating_sub(1),
+                latest_millis: 0,
                 worker_id,
                 spares,
                 in_rollback: false,
@@ -172,9 +211,14 @@ impl DefaultUidGeneratorBuilder {
                 self.max_run_ahead.as_millis() / u128::from(bits.unit().millis()),
             )
             .unwrap_or(u64::MAX),
+            max_mark_wait,
         })
     }
 }
+
+/// How long a generator waits for the clock to pass its worker ID's time mark unless told
+/// otherwise ([`DefaultUidGeneratorBuilder::max_mark_wait`]).
+const DEFAULT_MARK_WAIT: Duration = Duration::from_secs(1);
 
 impl DefaultUidGenerator {
     /// A builder with the default layout, worker 0, the system clock and
@@ -184,6 +228,7 @@ impl DefaultUidGenerator {
             base: GeneratorBase::default(),
             strategy: RollbackStrategy::default(),
             max_run_ahead: Duration::from_secs(1),
+            max_mark_wait: None,
         }
     }
 
@@ -192,7 +237,8 @@ impl DefaultUidGenerator {
         Self::builder().allocator(bits).worker_id(worker_id).build()
     }
 
-    /// How many times the clock was seen going backwards (each episode once).
+    /// How many times the clock was seen going backwards (each episode once): read lower
+    /// than it had read before. A worker ID's time mark ahead of the clock is not one.
     pub fn rollbacks(&self) -> u64 {
         self.rollbacks.load(Ordering::Relaxed)
     }
@@ -228,6 +274,8 @@ impl DefaultUidGenerator {
             (Err(_), RollbackStrategy::Continue) if state.last_tick.is_some() => 0,
             (tick, _) => tick?,
         };
+        // The clock moved backwards only if it read later than this before.
+        let clock_went_back = now_millis < state.latest_millis;
         state.latest_millis = state.latest_millis.max(now_millis);
         let mut tick = wall_tick;
         // The time that has really passed: the wall clock when it is not behind, else the
@@ -244,6 +292,13 @@ impl DefaultUidGenerator {
                 .max(wall_tick);
         }
         match state.last_tick {
+            // The last tick is ahead of every reading of the clock: it is the worker ID's
+            // time mark (or `Continue` running ahead after a rollback), not a reading the
+            // clock went back from.
+            Some(last) if wall_tick < last && !clock_went_back => match &self.strategy {
+                RollbackStrategy::Continue => tick = last.max(real_tick),
+                _ => return self.wait_for_mark(state.worker_id, last, now_millis),
+            },
             Some(last) if wall_tick < last => {
                 let by = Duration::from_millis(state.latest_millis - now_millis);
                 self.note_rollback(state, by);
@@ -319,6 +374,26 @@ impl DefaultUidGenerator {
         }
     }
 
+    /// The clock is behind ticks a previous holder of the worker ID may have used, up to
+    /// `last`: wait for it to reach the next tick, within the bound, or say why not.
+    fn wait_for_mark(&self, worker_id: u64, last: u64, now_millis: u64) -> Result<Step, UidError> {
+        let until_millis = self.bits.tick_start_millis(last.saturating_add(1));
+        let ahead = Duration::from_millis(until_millis.saturating_sub(now_millis));
+        if ahead > self.max_mark_wait {
+            return Err(UidError::MarkAhead {
+                worker_id,
+                mark_millis: until_millis.saturating_sub(1),
+                now_millis,
+                ahead,
+                max_wait: self.max_mark_wait,
+            });
+        }
+        Ok(Step::WaitUntil {
+            until_millis,
+            now_millis,
+        })
+    }
+
     /// Makes the first ID of `tick`, once the worker ID's mark allows it.
     fn start_tick(
         &self,
@@ -391,7 +466,8 @@ impl DefaultUidGenerator {
 
 impl UidGenerator for DefaultUidGenerator {
     /// Blocks the thread (sleeping, outside the lock) while the tick's sequence is used
-    /// up, or while a `Wait` strategy waits out a rollback.
+    /// up, while a `Wait` strategy waits out a rollback, or while the clock has not yet
+    /// passed the worker ID's time mark (up to `max_mark_wait`).
     fn next_uid(&self) -> Result<u64, UidError> {
         loop {
             match self.step()? {
@@ -418,7 +494,8 @@ impl UidGenerator for DefaultUidGenerator {
                 until_millis,
                 now_millis,
             } => Err(UidError::WouldBlock {
-                why: "this tick's sequence is used up, or the clock is behind the last tick used",
+                why: "this tick's sequence is used up, or the clock is behind the last tick \
+                      used or the worker ID's time mark",
                 wait: Some(Duration::from_millis(
                     until_millis.saturating_sub(now_millis),
                 )),
@@ -441,6 +518,7 @@ impl fmt::Debug for DefaultUidGenerator {
             .field("bits", &self.bits)
             .field("worker_id", &self.worker_id)
             .field("strategy", &self.strategy)
+            .field("max_mark_wait", &self.max_mark_wait)
             .finish_non_exhaustive()
     }
 }

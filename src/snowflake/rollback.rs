@@ -16,6 +16,14 @@ use std::time::Duration;
 ///
 /// Every strategy counts rollbacks (`DefaultUidGenerator::rollbacks`) and logs each at
 /// `warn` through `tracing`.
+///
+/// A rollback is the clock reading less than it read before. A worker ID's time mark
+/// ahead of the clock is not one (a previous holder, such as a cached generator, used
+/// ticks the clock has not reached): `Continue` goes on from the mark at once; every
+/// other strategy waits for the clock to pass it, for at most
+/// [`max_mark_wait`](crate::DefaultUidGeneratorBuilder::max_mark_wait) (default 1 s, or
+/// `Wait`'s `max` when longer), and past that fails with
+/// [`UidError::MarkAhead`](crate::UidError::MarkAhead).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum RollbackStrategy {
