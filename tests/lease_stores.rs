@@ -567,6 +567,30 @@ fn bad_urls_and_unreachable_servers_name_the_store_and_never_the_password() {
     assert!(err.to_string().contains("embedded store"), "{err}");
 }
 
+/// The review found Redis's connect taking 10.1 s (15.4 s with a database number)
+/// against a server that accepts and never answers, while saying "within 5s": the
+/// driver bounds each handshake read by the whole bound. At the default bound, through
+/// StoreUrl as users open it, with a password and a database number (one handshake
+/// command each), it fails within 5 s + 1 s.
+#[test]
+fn redis_connect_to_a_silent_server_fails_within_its_default_bound() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let url = uidgen::StoreUrl::parse(&format!("redis://:secret123@127.0.0.1:{port}/3")).unwrap();
+    let store = url.lease_store().unwrap();
+    let started = Instant::now();
+    let err = store.leases().unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, StoreError::Timeout { .. }), "{err:?}");
+    assert!(
+        took >= Duration::from_secs(5) && took < Duration::from_secs(6),
+        "{took:?}: {err}"
+    );
+    assert!(err.to_string().contains("within 5s"), "{err}");
+    assert_names_store_and_hides(&err, &err, "Redis");
+    drop(silent);
+}
+
 #[test]
 fn a_server_that_never_answers_is_a_timeout_within_the_bound() {
     // Connections are accepted by the kernel (the backlog) but nothing ever answers.

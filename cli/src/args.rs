@@ -153,9 +153,10 @@ pub(crate) enum SegmentAction {
 /// Where segment counters are kept.
 #[derive(Args)]
 pub(crate) struct SegmentStoreArgs {
-    /// A SQLite file path, or a mysql://, postgres:// or redis:// URL. Default: the
-    /// embedded store, the same file as the worker-ID leases (UIDGEN_WORKER_DB, else
-    /// uidgen/workers.sqlite3 in the user's data folder).
+    /// A SQLite file (PATH, sqlite:PATH), or a mysql:// (mariadb://), postgres:// or
+    /// redis:// (rediss://) URL; TLS by the URL's own parameters. Default: the embedded
+    /// store, the same file as the worker-ID leases (UIDGEN_WORKER_DB, else
+    /// uidgen/workers.sqlite3 in the user's data folder). A typo is refused.
     #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
     pub(crate) store: Option<String>,
 }
@@ -313,9 +314,10 @@ pub(crate) struct WorkerArgs {
     /// mark in the store).
     #[arg(long, value_name = "ID")]
     pub(crate) worker_id: Option<u64>,
-    /// Where worker-ID leases and time marks are kept: a SQLite file path (the default
-    /// is the embedded store, see --worker-db), or a mysql://, postgres:// or redis://
-    /// URL.
+    /// Where worker-ID leases and time marks are kept: a SQLite file (PATH, sqlite:PATH;
+    /// the default is the embedded store, see --worker-db), or a mysql:// (mariadb://),
+    /// postgres:// or redis:// (rediss://) URL; TLS by the URL's own parameters. A typo
+    /// is refused.
     #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
     pub(crate) store: Option<String>,
     /// How long a lease lasts unless renewed, in seconds (from 0.3; default 30): a run

@@ -1,15 +1,13 @@
 //! Segment counters on MySQL or MariaDB, in Meituan Leaf's `leaf_alloc` table.
 
 use super::MySqlConn;
-use crate::store::sql::lease::drop_table;
 use crate::store::sql::segment::SqlSegments;
-use crate::store::StoreError;
-use std::time::Duration;
 
 /// The `leaf_alloc` table's DDL for MySQL/MariaDB: Leaf's own, with `biz_tag` compared
 /// byte for byte.
 pub const MYSQL_SEGMENT_SCHEMA: &str = include_str!("../../../schema/leaf_alloc.mysql.sql");
 
+crate::store::sql::url_store_face! {
 /// Segment counters (see [`SegmentGenerator`](crate::SegmentGenerator)) in a
 /// `leaf_alloc` table on MySQL 5.7+ or MariaDB 10.3+, created if missing; a Leaf
 /// deployment's table works as it is.
@@ -34,48 +32,8 @@ pub const MYSQL_SEGMENT_SCHEMA: &str = include_str!("../../../schema/leaf_alloc.
 /// println!("{}", orders.next_uid()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct MySqlSegmentStore {
-    steps: SqlSegments<MySqlConn>,
-}
-
-impl MySqlSegmentStore {
-    /// The store in the database at `url` (`mysql://user[:password]@host[:port]/db`, or
-    /// `mariadb://`). Nothing is connected until the first step.
-    pub fn new(url: &str) -> Result<Self, StoreError> {
-        Ok(Self {
-            steps: SqlSegments {
-                conn: MySqlConn::new(url, MYSQL_SEGMENT_SCHEMA, "leaf_alloc")?,
-                table: "leaf_alloc".into(),
-            },
-        })
-    }
-
-    /// The bound on each network step (default 5 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.steps.conn = self.steps.conn.with_timeout(timeout);
-        self
-    }
-
-    /// Use another table of the same shape (default `leaf_alloc`); created if missing.
-    pub fn table(mut self, name: &str) -> Result<Self, StoreError> {
-        crate::store::check_table_name("MySQL", name)?;
-        self.steps.conn = self.steps.conn.with_table(name);
-        self.steps.table = name.to_owned();
-        Ok(self)
-    }
-
-    /// The database, without its password.
-    pub fn location(&self) -> &str {
-        self.steps.conn.location_str()
-    }
-
-    /// Drops the table, with every counter in it. Only for tags no one will use again:
-    /// the counters are what keep new ranges above the old.
-    pub fn destroy(&self) -> Result<(), StoreError> {
-        drop_table(&self.steps.conn, &self.steps.table)
-    }
+    MySqlSegmentStore: SqlSegments<MySqlConn>, MYSQL_SEGMENT_SCHEMA, "leaf_alloc", "MySQL",
+    "mysql://user[:password]@host[:port]/db`, or `mariadb://", "counter"
 }
 
 crate::store::segment::segment_store_over_steps!(MySqlSegmentStore, steps);

@@ -1,13 +1,12 @@
 //! Worker-ID leases on PostgreSQL.
 
 use super::PgConn;
-use crate::store::sql::lease::{drop_table, SqlLeases};
-use crate::store::StoreError;
-use std::time::Duration;
+use crate::store::sql::lease::SqlLeases;
 
 /// The `WORKER_LEASE` DDL for PostgreSQL (`schema/worker_lease.postgres.sql`).
 pub const POSTGRES_LEASE_SCHEMA: &str = include_str!("../../../schema/worker_lease.postgres.sql");
 
+crate::store::sql::url_store_face! {
 /// Worker-ID leases and time marks (see [`WorkerLease`](crate::WorkerLease)) in a
 /// `WORKER_LEASE` table on PostgreSQL 10+, created if missing. Lease times are the
 /// database server's clock, so holders on many machines agree on expiry.
@@ -30,51 +29,9 @@ pub const POSTGRES_LEASE_SCHEMA: &str = include_str!("../../../schema/worker_lea
 /// println!("worker ID {}", lease.worker_id());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct PostgresLeaseStore {
-    steps: SqlLeases<PgConn>,
-}
-
-impl PostgresLeaseStore {
-    /// The store in the database at `url` (`postgres://user[:password]@host[:port]/db`,
-    /// or `postgresql://`). Nothing is connected until the first step.
-    pub fn new(url: &str) -> Result<Self, StoreError> {
-        Ok(Self {
-            steps: SqlLeases {
-                conn: PgConn::new(url, POSTGRES_LEASE_SCHEMA, "WORKER_LEASE")?,
-                table: "WORKER_LEASE".into(),
-            },
-        })
-    }
-
-    /// The bound on each network step: resolving the host name, connecting (with the
-    /// handshake) and each statement (default 5 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.steps.conn = self.steps.conn.with_timeout(timeout);
-        self
-    }
-
-    /// Use another table of the same shape (default `WORKER_LEASE`); created if missing.
-    /// PostgreSQL folds it to lower case, as it does every unquoted name.
-    pub fn table(mut self, name: &str) -> Result<Self, StoreError> {
-        crate::store::check_table_name("PostgreSQL", name)?;
-        self.steps.conn = self.steps.conn.with_table(name);
-        self.steps.table = name.to_owned();
-        Ok(self)
-    }
-
-    /// The database, without its password.
-    pub fn location(&self) -> &str {
-        self.steps.conn.location_str()
-    }
-
-    /// Drops the table, with every lease and time mark in it. Only for a store no
-    /// generator will use again (tests, a retired deployment): the marks are what keep a
-    /// reused worker ID's IDs above those made before.
-    pub fn destroy(&self) -> Result<(), StoreError> {
-        drop_table(&self.steps.conn, &self.steps.table)
-    }
+    /// (PostgreSQL folds table names to lower case, as it does every unquoted name.)
+    PostgresLeaseStore: SqlLeases<PgConn>, POSTGRES_LEASE_SCHEMA, "WORKER_LEASE", "PostgreSQL",
+    "postgres://user[:password]@host[:port]/db`, or `postgresql://", "lease and time mark"
 }
 
 crate::store::lease::lease_store_over_steps!(PostgresLeaseStore, steps);

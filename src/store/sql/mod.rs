@@ -132,3 +132,112 @@ impl Columns<'_> {
 pub(crate) fn millis(ttl: std::time::Duration) -> Value {
     Value::Int(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4))
 }
+
+/// The public face of a SQL engine's lease or segment store reached by URL: `new`, a
+/// bound on each network step, another table, where it is, and `destroy`. One macro, so
+/// the engines' faces cannot drift apart. The steps (`$steps`: `SqlLeases` or
+/// `SqlSegments`, on connection `$conn`) must be in scope.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+macro_rules! url_store_face {
+    (
+        $(#[$doc:meta])*
+        $name:ident: $steps:ident<$conn:ident>, $schema:expr, $table:literal, $store:literal,
+        $url:literal, $destroyed:literal
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $name {
+            steps: $steps<$conn>,
+        }
+
+        impl $name {
+            #[doc = concat!("The store in the database at `url` (`", $url, "`). Nothing is")]
+            /// connected until the first step.
+            pub fn new(url: &str) -> Result<Self, $crate::store::StoreError> {
+                Ok(Self {
+                    steps: $steps {
+                        conn: $conn::new(url, $schema, $table)?,
+                        table: $table.into(),
+                    },
+                })
+            }
+
+            /// The bound on each network step: resolving the host name, connecting (with
+            /// the handshake) and each statement (default 5 s).
+            #[must_use]
+            pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.steps.conn = self.steps.conn.with_timeout(timeout);
+                self
+            }
+
+            #[doc = concat!("Use another table of the same shape (default `", $table, "`); created if missing.")]
+            pub fn table(mut self, name: &str) -> Result<Self, $crate::store::StoreError> {
+                $crate::store::check_table_name($store, name)?;
+                self.steps.conn = self.steps.conn.with_table(name);
+                self.steps.table = name.to_owned();
+                Ok(self)
+            }
+
+            /// The database, without its password.
+            pub fn location(&self) -> &str {
+                self.steps.conn.location_str()
+            }
+
+            #[doc = concat!("Drops the table, with every ", $destroyed, " in it. Only for a store no")]
+            /// generator will use again (tests, a retired deployment): what it holds is
+            /// what keeps new IDs above the old.
+            pub fn destroy(&self) -> Result<(), $crate::store::StoreError> {
+                $crate::store::sql::lease::drop_table(&self.steps.conn, &self.steps.table)
+            }
+        }
+    };
+}
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+pub(crate) use url_store_face;
+
+/// The public face of a store in the embedded SQLite file: `new(path)`, the wait for
+/// another process holding the file, another table, and the path.
+#[cfg(feature = "sqlite")]
+macro_rules! file_store_face {
+    ($(#[$doc:meta])* $name:ident: $steps:ident, $schema:expr, $table:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $name {
+            steps: $steps<$crate::store::sqlite::SqliteConn>,
+        }
+
+        impl $name {
+            /// The store in the SQLite file at `path`.
+            pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+                Self {
+                    steps: $steps {
+                        conn: $crate::store::sqlite::SqliteConn::new(path.into(), $schema, $table),
+                        table: $table.into(),
+                    },
+                }
+            }
+
+            /// How long to wait for another process holding the file (default 10 s).
+            #[must_use]
+            pub fn busy_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.steps.conn = self.steps.conn.busy_timeout(timeout);
+                self
+            }
+
+            #[doc = concat!("Use another table of the same shape in the file (default `", $table, "`); created if missing.")]
+            pub fn table(mut self, name: &str) -> Result<Self, $crate::store::StoreError> {
+                $crate::store::check_table_name("SQLite", name)?;
+                self.steps.conn = self.steps.conn.with_table(name);
+                self.steps.table = name.to_owned();
+                Ok(self)
+            }
+
+            /// The database file.
+            pub fn path(&self) -> &std::path::Path {
+                self.steps.conn.path()
+            }
+        }
+    };
+}
+#[cfg(feature = "sqlite")]
+pub(crate) use file_store_face;
