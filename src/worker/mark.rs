@@ -168,6 +168,27 @@ impl MarkState {
         None
     }
 
+    /// Whether the generator asked for a tick above the ceiling and has not been let
+    /// start it: nothing can be made until the keeper records a higher mark (or a revoked
+    /// lease never lets it).
+    pub(crate) fn held(&self) -> bool {
+        // `admit` records the tick in `used` before it looks at the ceiling.
+        self.used()
+            .is_some_and(|used| used > self.ceiling.load(Ordering::SeqCst))
+    }
+
+    /// The error for a take that gave up while the generator is [`held`](Self::held): the
+    /// ring stayed empty because the store has not recorded a higher mark, so that is the
+    /// cause to report, not the empty ring. `None` when the generator is not held.
+    pub(crate) fn held_error(&self) -> Option<UidError> {
+        if !self.held() {
+            return None;
+        }
+        Some(self.stuck().unwrap_or_else(|| UidError::WorkerLease {
+            why: format!("{} has not recorded a higher time mark yet", self.keeper),
+        }))
+    }
+
     fn wait_for_raise(&self, tick: u64) -> Result<(), UidError> {
         let deadline = std::time::Instant::now() + self.raise_wait;
         let mut failure = lock(&self.failure);
@@ -184,6 +205,11 @@ impl MarkState {
                 if let Some(why) = lock(&self.trouble).clone() {
                     return Err(UidError::WorkerLease { why });
                 }
+            }
+            if self.keeper_stopping() {
+                return Err(UidError::WorkerLease {
+                    why: format!("{} is being released", self.keeper),
+                });
             }
             self.wanted.store(true, Ordering::SeqCst);
             self.changed.notify_all();
