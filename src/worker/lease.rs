@@ -161,6 +161,8 @@ impl WorkerLeaseBuilder {
                 ttl: self.ttl,
                 ahead,
                 state,
+                // Until the first raise below: no generator runs before it.
+                lapses_at: Mutex::new(started + self.ttl - self.ttl / 10),
             }),
             keeper: None,
         };
@@ -263,6 +265,9 @@ struct Inner {
     /// How far ahead of the ticks in use the mark is recorded, in ticks.
     ahead: u64,
     state: Arc<MarkState>,
+    /// When the keeper gives the lease up unless it is renewed first: a tenth of the TTL
+    /// before the store's expiry. A release waits for the store no longer than this.
+    lapses_at: Mutex<Instant>,
 }
 
 /// A store call's answer, or its panic.
@@ -346,20 +351,44 @@ impl WorkerLease {
         let Some(keeper) = self.keeper.take() else {
             return Ok(());
         };
-        self.inner.state.stop_keeper();
+        let inner = &self.inner;
+        inner.state.stop_keeper();
+        // Prompt: the keeper never waits on the store itself (see `keep`).
         let _ = keeper.join();
-        let used = self.inner.state.revoke(format!(
+        if let Some(why) = inner.state.failure() {
+            // Lost or given up by the keeper: the store is someone else's now or is not
+            // answering, and the mark it holds covers every tick used (none was started
+            // above it). The lease lapses on its own; nothing to wait for.
+            return Err(WorkerIdError::Lease {
+                why: format!("not released: {why}"),
+            });
+        }
+        let trouble = inner.state.trouble();
+        let used = inner.state.revoke(format!(
             "the lease on worker ID {} was released",
-            self.inner.worker_id
+            inner.worker_id
         ));
-        let mark = used.map_or(self.inner.mark_ms, |tick| mark_of(&self.inner.bits, tick));
-        match self
-            .inner
-            .store
-            .release(self.inner.worker_id, &self.inner.holder, mark)
-        {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e.into()),
+        let mark = used.map_or(inner.mark_ms, |tick| mark_of(&inner.bits, tick));
+        let (worker_id, holder) = (inner.worker_id, inner.holder.clone());
+        let call = inner.call_store(move |store| store.release(worker_id, &holder, mark));
+        // A store the keeper found failing is not waited for (the release still goes out,
+        // and lands if the store comes back while this process lives); a healthy one at
+        // most as long as the lease would last anyway. Either way the store's mark covers
+        // every tick used, and the lease lapses if the release never lands.
+        let until = match &trouble {
+            Some(_) => Instant::now(),
+            None => *lock(&inner.lapses_at),
+        };
+        match inner.wait_for(&call?, until, false) {
+            Waited::Answered(answer) => answer.map(|_| ()),
+            Waited::NoAnswer | Waited::Stopping => Err(WorkerIdError::Lease {
+                why: format!(
+                    "{} did not answer the release of worker ID {worker_id} in time ({}); \
+                     the lease lapses on its own",
+                    inner.store.describe(),
+                    trouble.as_deref().unwrap_or("it was healthy until now")
+                ),
+            }),
         }
     }
 }
@@ -542,6 +571,7 @@ impl Inner {
                     }
                     // The store's expiry is its now + TTL, and its now was after `started`.
                     deadline = started + self.ttl;
+                    *lock(&self.lapses_at) = deadline - margin;
                     next_renew = started + renew_every;
                 }
                 Waited::Answered(Ok(false)) => {

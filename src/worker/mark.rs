@@ -257,6 +257,11 @@ impl MarkState {
         self.changed.notify_all();
     }
 
+    /// The keeper's current trouble renewing, if any.
+    pub(crate) fn trouble(&self) -> Option<String> {
+        lock(&self.trouble).clone()
+    }
+
     /// No tick may start any more; returns the highest tick started, which the revoker
     /// can then record as final.
     pub(crate) fn revoke(&self, why: String) -> Option<u64> {
