@@ -199,7 +199,8 @@ pub enum UidError {
     },
     /// The worker ID's lease or time mark no longer lets the generator start a tick: the
     /// lease was lost or expired, or its store could not record a higher mark in time.
-    /// IDs already built stay unique; build a new generator (with a new lease) to go on.
+    /// IDs already built stay unique. A store that answers again while the lease lasts
+    /// lets the generator go on; a lost lease needs a new generator (with a new lease).
     #[error("the worker ID may not be used for new ticks: {why}")]
     WorkerLease {
         /// What happened, naming the store (never with a password).

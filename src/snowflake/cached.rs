@@ -597,14 +597,16 @@ impl CachedUidGenerator {
         self.shared.doorbell.ring(&self.padder_thread);
     }
 
-    /// Why an empty ring will stay empty, if it will: the layout's time is used up, or
-    /// the padder is gone.
+    /// Why an empty ring will stay empty, if it will: the layout's time is used up, the
+    /// padder is gone, the lease is lost, or (until its store answers again) the store the
+    /// next tick's mark waits for is failing.
     fn empty_for_good(&self) -> Option<UidError> {
-        // An atomic load first: takers of an empty ring come here often, and must not
+        // Atomic loads first: takers of an empty ring come here often, and must not
         // meet on a lock (try_next_uid never blocks).
-        if self.mark.state().revoked() {
-            if let Some(why) = self.mark.state().failure() {
-                return Some(UidError::WorkerLease { why });
+        let mark = self.mark.state();
+        if mark.revoked() || mark.held() {
+            if let Some(err) = mark.stuck() {
+                return Some(err);
             }
         }
         if !self.ring.is_closed() {
@@ -632,7 +634,13 @@ impl CachedUidGenerator {
                 *tries = tries.saturating_add(1);
                 Ok(())
             }
-            TakeDecision::Fail => Err(UidError::BufferExhausted { waited }),
+            // A ring left empty because the next tick waits for its store to record a
+            // mark: that is the cause to report, naming the store.
+            TakeDecision::Fail => Err(self
+                .mark
+                .state()
+                .held_error()
+                .unwrap_or(UidError::BufferExhausted { waited })),
         }
     }
 
@@ -725,7 +733,11 @@ impl UidGenerator for CachedUidGenerator {
             return self.take_one().ok_or(err);
         }
         Err(UidError::WouldBlock {
-            why: "the ring is empty; its padding thread is refilling it",
+            why: if self.mark.state().held() {
+                "the ring is empty; the store is recording a higher time mark for the worker ID"
+            } else {
+                "the ring is empty; its padding thread is refilling it"
+            },
             wait: None,
         })
     }
@@ -769,6 +781,8 @@ impl UidGenerator for CachedUidGenerator {
 impl Drop for CachedUidGenerator {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
+        // A padder waiting for its store to record a higher mark stops waiting.
+        self.mark.state().stop_keeper();
         self.padder_thread.unpark();
         if let Some(handle) = self.padder.take() {
             // A panic on the padder is caught per round, so join only fails if the

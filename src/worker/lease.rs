@@ -8,7 +8,7 @@ use crate::layout::BitsAllocator;
 use crate::store::lease::{Acquired, LeaseRequest, LeaseStore};
 use crate::store::StoreError;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -161,6 +161,8 @@ impl WorkerLeaseBuilder {
                 ttl: self.ttl,
                 ahead,
                 state,
+                // Until the first raise below: no generator runs before it.
+                lapses_at: Mutex::new(started + self.ttl - self.ttl / 10),
             }),
             keeper: None,
         };
@@ -263,6 +265,29 @@ struct Inner {
     /// How far ahead of the ticks in use the mark is recorded, in ticks.
     ahead: u64,
     state: Arc<MarkState>,
+    /// When the keeper gives the lease up unless it is renewed first: a tenth of the TTL
+    /// before the store's expiry. A release waits for the store no longer than this.
+    lapses_at: Mutex<Instant>,
+}
+
+/// A store call's answer, or its panic.
+type Answer<T> = std::thread::Result<Result<T, StoreError>>;
+
+/// Where a helper thread leaves a store call's answer.
+type AnswerSlot<T> = Arc<Mutex<Option<Answer<T>>>>;
+
+/// What waiting for a store call on a helper thread came to.
+enum Waited<T> {
+    /// The store's answer; a panicking store is a `Lease` error.
+    Answered(Result<T, WorkerIdError>),
+    /// No answer by the time given: the call is left behind, its answer unread.
+    NoAnswer,
+    /// The keeper was told to stop meanwhile.
+    Stopping,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl fmt::Debug for WorkerLease {
@@ -326,20 +351,44 @@ impl WorkerLease {
         let Some(keeper) = self.keeper.take() else {
             return Ok(());
         };
-        self.inner.state.stop_keeper();
+        let inner = &self.inner;
+        inner.state.stop_keeper();
+        // Prompt: the keeper never waits on the store itself (see `keep`).
         let _ = keeper.join();
-        let used = self.inner.state.revoke(format!(
+        if let Some(why) = inner.state.failure() {
+            // Lost or given up by the keeper: the store is someone else's now or is not
+            // answering, and the mark it holds covers every tick used (none was started
+            // above it). The lease lapses on its own; nothing to wait for.
+            return Err(WorkerIdError::Lease {
+                why: format!("not released: {why}"),
+            });
+        }
+        let trouble = inner.state.trouble();
+        let used = inner.state.revoke(format!(
             "the lease on worker ID {} was released",
-            self.inner.worker_id
+            inner.worker_id
         ));
-        let mark = used.map_or(self.inner.mark_ms, |tick| mark_of(&self.inner.bits, tick));
-        match self
-            .inner
-            .store
-            .release(self.inner.worker_id, &self.inner.holder, mark)
-        {
-            Ok(_) => Ok(()),
-            Err(e) => Err(e.into()),
+        let mark = used.map_or(inner.mark_ms, |tick| mark_of(&inner.bits, tick));
+        let (worker_id, holder) = (inner.worker_id, inner.holder.clone());
+        let call = inner.call_store(move |store| store.release(worker_id, &holder, mark));
+        // A store the keeper found failing is not waited for (the release still goes out,
+        // and lands if the store comes back while this process lives); a healthy one at
+        // most as long as the lease would last anyway. Either way the store's mark covers
+        // every tick used, and the lease lapses if the release never lands.
+        let until = match &trouble {
+            Some(_) => Instant::now(),
+            None => *lock(&inner.lapses_at),
+        };
+        match inner.wait_for(&call?, until, false) {
+            Waited::Answered(answer) => answer.map(|_| ()),
+            Waited::NoAnswer | Waited::Stopping => Err(WorkerIdError::Lease {
+                why: format!(
+                    "{} did not answer the release of worker ID {worker_id} in time ({}); \
+                     the lease lapses on its own",
+                    inner.store.describe(),
+                    trouble.as_deref().unwrap_or("it was healthy until now")
+                ),
+            }),
         }
     }
 }
@@ -368,7 +417,8 @@ impl Inner {
     }
 
     /// Renews the lease and records `target` as the mark; on success generators may use
-    /// ticks up to it.
+    /// ticks up to it. Used at acquire, on the caller's thread (the store's own bound
+    /// applies); the keeper renews through [`call_store`](Self::call_store) instead.
     fn record(&self, target: u64) -> Result<bool, StoreError> {
         let renewed = self.store.renew(
             self.worker_id,
@@ -382,19 +432,101 @@ impl Inner {
         Ok(renewed)
     }
 
+    /// Runs `call` against the store on a helper thread, so that whoever waits for it can
+    /// stop waiting: a silent store holds a call for its own step bound (5 s by default),
+    /// longer than a short lease. The answer lands in the returned slot and wakes the
+    /// keeper; a call left behind finishes on its own, and nobody reads its answer.
+    fn call_store<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&dyn LeaseStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<AnswerSlot<T>, WorkerIdError> {
+        let slot: AnswerSlot<T> = Arc::new(Mutex::new(None));
+        let (store, state, answer) = (self.store.clone(), self.state.clone(), slot.clone());
+        std::thread::Builder::new()
+            .name("uidgen-lease-call".into())
+            .spawn(move || {
+                // A panicking store is a failed call, not a keeper that waits forever.
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&*store)));
+                *lock(&answer) = Some(result);
+                state.wake();
+            })
+            .map_err(|e| WorkerIdError::Lease {
+                why: format!("cannot start a thread for a call to the lease store: {e}"),
+            })?;
+        Ok(slot)
+    }
+
+    /// Waits for a [`call_store`](Self::call_store) answer until `until`, or (with
+    /// `keeper`) until the keeper is told to stop.
+    fn wait_for<T>(&self, slot: &AnswerSlot<T>, until: Instant, keeper: bool) -> Waited<T> {
+        let stopping = || keeper && self.state.keeper_stopping();
+        self.state
+            .nap_until(until, || lock(slot).is_some() || stopping());
+        match lock(slot).take() {
+            Some(Ok(result)) => Waited::Answered(result.map_err(WorkerIdError::from)),
+            Some(Err(panic)) => Waited::Answered(Err(WorkerIdError::Lease {
+                why: format!(
+                    "{} panicked: {}",
+                    self.store.describe(),
+                    crate::sync::panic_message(&*panic)
+                ),
+            })),
+            None if stopping() => Waited::Stopping,
+            None => Waited::NoAnswer,
+        }
+    }
+
+    /// The keeper's renewal of the lease with `target` as the mark: on a helper thread,
+    /// waited for until `lapse` at the latest. A store that has not answered within a
+    /// tenth of the TTL is reported as failing (a generator needing a higher mark then
+    /// fails at once, naming it) while the wait goes on.
+    fn renew_by(&self, target: u64, lapse: Instant) -> Waited<bool> {
+        let (worker_id, holder, ttl) = (self.worker_id, self.holder.clone(), self.ttl);
+        let mark = mark_of(&self.bits, target);
+        let slot = match self.call_store(move |store| store.renew(worker_id, &holder, ttl, mark)) {
+            Ok(slot) => slot,
+            Err(e) => return Waited::Answered(Err(e)),
+        };
+        let late = self.ttl / 10;
+        match self.wait_for(&slot, (Instant::now() + late).min(lapse), true) {
+            Waited::NoAnswer if Instant::now() < lapse => {
+                self.state.set_trouble(self.cannot_renew(&format!(
+                    "the store has not answered a renewal within {late:?}"
+                )));
+                self.wait_for(&slot, lapse, true)
+            }
+            waited => waited,
+        }
+    }
+
+    /// The keeper's trouble, for generators' errors: names the worker ID and the store.
+    fn cannot_renew(&self, why: &str) -> String {
+        format!(
+            "the lease on worker ID {} at {} cannot be renewed now: {why}",
+            self.worker_id,
+            self.store.describe()
+        )
+    }
+
     /// The keeper thread: renews every third of the TTL (and whenever a generator nears
     /// the recorded mark); revokes the generator's right to new ticks once the lease is
-    /// lost, or has expired for want of a renewal.
+    /// lost, or a tenth of the TTL before it would expire for want of a renewal. It never
+    /// sits in a store call: each runs on a helper thread and is waited for at most until
+    /// then, so a silent store cannot hold the lease past its expiry.
     fn keep(&self, mut deadline: Instant) {
         let renew_every = self.ttl / 3;
+        // A small margin: a revocation must not come after the store's expiry.
+        let margin = self.ttl / 10;
         let mut next_renew = Instant::now() + renew_every;
         let mut failing: Option<String> = None;
         loop {
             let now = Instant::now();
-            // A small margin: a revocation must not come after the store's expiry.
-            if now + self.ttl / 10 >= deadline {
+            let lapse = deadline - margin;
+            if now >= lapse {
                 let why = format!(
-                    "the lease on worker ID {} at {} expired: it could not be renewed ({})",
+                    "the lease on worker ID {} at {} was given up before it expires: it \
+                     could not be renewed ({})",
                     self.worker_id,
                     self.store.describe(),
                     failing.as_deref().unwrap_or("no answer in time")
@@ -403,9 +535,7 @@ impl Inner {
                 self.state.revoke(why);
                 return;
             }
-            let wait = next_renew
-                .min(deadline - self.ttl / 10)
-                .saturating_duration_since(now);
+            let wait = next_renew.min(lapse).saturating_duration_since(now);
             // While the store fails, retry on the timer only: a generator still asking
             // for a raise must not turn this into a tight loop against the store.
             let wanted = if failing.is_some() {
@@ -421,18 +551,30 @@ impl Inner {
                 continue;
             }
             let started = Instant::now();
-            match self.record(self.target_tick()) {
-                Ok(true) => {
+            let target = self.target_tick();
+            match self.renew_by(target, lapse) {
+                Waited::Stopping => return,
+                Waited::NoAnswer => {
+                    // Past the lapse: the loop's top gives the lease up.
+                    failing = Some(format!(
+                        "the store did not answer a renewal within {:?}",
+                        started.elapsed()
+                    ));
+                }
+                Waited::Answered(Ok(true)) => {
+                    self.state.raise(target);
                     if failing.take().is_some() {
                         tracing::info!(
                             worker_id = self.worker_id,
                             "uidgen renewed its lease again"
                         );
                     }
+                    // The store's expiry is its now + TTL, and its now was after `started`.
                     deadline = started + self.ttl;
+                    *lock(&self.lapses_at) = deadline - margin;
                     next_renew = started + renew_every;
                 }
-                Ok(false) => {
+                Waited::Answered(Ok(false)) => {
                     let why = format!(
                         "the lease on worker ID {} at {} was taken by another holder after it expired",
                         self.worker_id,
@@ -442,11 +584,13 @@ impl Inner {
                     self.state.revoke(why);
                     return;
                 }
-                Err(e) => {
+                Waited::Answered(Err(e)) => {
+                    let e = e.to_string();
                     if failing.is_none() {
                         tracing::warn!(error = %e, "uidgen could not renew its worker-ID lease; retrying");
                     }
-                    failing = Some(e.to_string());
+                    self.state.set_trouble(self.cannot_renew(&e));
+                    failing = Some(e);
                     // Retry soon, but not in a tight loop against a store that is down.
                     next_renew = Instant::now() + (self.ttl / 30).max(Duration::from_millis(50));
                 }

@@ -11,7 +11,7 @@ use crate::layout::BitsAllocator;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Locks a std mutex (this module stays outside loom's models), recovering from poisoning:
 /// every write under these locks is whole.
@@ -41,6 +41,11 @@ pub(crate) struct MarkState {
     /// Why the ceiling cannot be raised any more (the lease was lost or expired), named
     /// with its store; kept for every later error.
     failure: Mutex<Option<String>>,
+    /// Why the keeper cannot raise the ceiling now (its store fails or is late), while
+    /// the lease still lasts; cleared by the next raise.
+    trouble: Mutex<Option<String>>,
+    /// `trouble` is set: read by takers of an empty ring without taking its lock.
+    troubled: AtomicBool,
     /// Wakes the keeper (`wanted`), and takers waiting for a raise.
     changed: Condvar,
     /// How far ahead of its start the generator should ask for a raise, in ticks.
@@ -81,6 +86,8 @@ impl MarkState {
             wanted: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             failure: Mutex::new(None),
+            trouble: Mutex::new(None),
+            troubled: AtomicBool::new(false),
             changed: Condvar::new(),
             raise_margin,
             raise_wait,
@@ -136,18 +143,50 @@ impl MarkState {
             if !self.wanted.swap(true, Ordering::SeqCst) {
                 self.changed.notify_all();
             }
-            return Err(if self.revoked() {
-                UidError::WorkerLease {
-                    why: self.failure().unwrap_or_default(),
-                }
-            } else {
-                UidError::WouldBlock {
-                    why: "the store is recording a higher time mark for the worker ID",
-                    wait: None,
-                }
-            });
+            return Err(self.stuck().unwrap_or(UidError::WouldBlock {
+                why: "the store is recording a higher time mark for the worker ID",
+                wait: None,
+            }));
         }
         self.wait_for_raise(tick)
+    }
+
+    /// Why no tick above the ceiling can start now, if the keeper knows: the lease is
+    /// revoked, or its store is failing (or late) while the lease still lasts. Atomic
+    /// loads only unless there is an error to return.
+    pub(crate) fn stuck(&self) -> Option<UidError> {
+        if self.revoked() {
+            return Some(UidError::WorkerLease {
+                why: self.failure().unwrap_or_default(),
+            });
+        }
+        if self.troubled.load(Ordering::SeqCst) {
+            if let Some(why) = lock(&self.trouble).clone() {
+                return Some(UidError::WorkerLease { why });
+            }
+        }
+        None
+    }
+
+    /// Whether the generator asked for a tick above the ceiling and has not been let
+    /// start it: nothing can be made until the keeper records a higher mark (or a revoked
+    /// lease never lets it).
+    pub(crate) fn held(&self) -> bool {
+        // `admit` records the tick in `used` before it looks at the ceiling.
+        self.used()
+            .is_some_and(|used| used > self.ceiling.load(Ordering::SeqCst))
+    }
+
+    /// The error for a take that gave up while the generator is [`held`](Self::held): the
+    /// ring stayed empty because the store has not recorded a higher mark, so that is the
+    /// cause to report, not the empty ring. `None` when the generator is not held.
+    pub(crate) fn held_error(&self) -> Option<UidError> {
+        if !self.held() {
+            return None;
+        }
+        Some(self.stuck().unwrap_or_else(|| UidError::WorkerLease {
+            why: format!("{} has not recorded a higher time mark yet", self.keeper),
+        }))
     }
 
     fn wait_for_raise(&self, tick: u64) -> Result<(), UidError> {
@@ -159,6 +198,18 @@ impl MarkState {
             }
             if tick <= self.ceiling.load(Ordering::SeqCst) {
                 return Ok(());
+            }
+            // The keeper's store is failing or late: say so now rather than wait out the
+            // bound (the keeper goes on trying; a later call may succeed).
+            if self.troubled.load(Ordering::SeqCst) {
+                if let Some(why) = lock(&self.trouble).clone() {
+                    return Err(UidError::WorkerLease { why });
+                }
+            }
+            if self.keeper_stopping() {
+                return Err(UidError::WorkerLease {
+                    why: format!("{} is being released", self.keeper),
+                });
             }
             self.wanted.store(true, Ordering::SeqCst);
             self.changed.notify_all();
@@ -183,12 +234,32 @@ impl MarkState {
         lock(&self.failure).clone()
     }
 
-    /// The keeper recorded `ceiling` in the store.
+    /// The keeper recorded `ceiling` in the store (and so renewed the lease): its
+    /// trouble, if any, is over. Nothing once revoked: a revocation is final.
     pub(crate) fn raise(&self, ceiling: u64) {
-        let _guard = lock(&self.failure);
+        let guard = lock(&self.failure);
+        if guard.is_some() {
+            return;
+        }
         self.ceiling.fetch_max(ceiling, Ordering::SeqCst);
         self.wanted.store(false, Ordering::SeqCst);
+        self.troubled.store(false, Ordering::SeqCst);
+        *lock(&self.trouble) = None;
         self.changed.notify_all();
+    }
+
+    /// The keeper cannot renew now (`why` names the lease's store and worker ID): a
+    /// generator that needs a higher mark fails with it at once instead of waiting.
+    pub(crate) fn set_trouble(&self, why: String) {
+        *lock(&self.trouble) = Some(why);
+        self.troubled.store(true, Ordering::SeqCst);
+        let _guard = lock(&self.failure);
+        self.changed.notify_all();
+    }
+
+    /// The keeper's current trouble renewing, if any.
+    pub(crate) fn trouble(&self) -> Option<String> {
+        lock(&self.trouble).clone()
     }
 
     /// No tick may start any more; returns the highest tick started, which the revoker
@@ -226,6 +297,32 @@ impl MarkState {
         let guard = lock(&self.failure);
         if !self.keeper_stopping() {
             let _unused = self.changed.wait_timeout(guard, timeout);
+        }
+    }
+
+    /// Wakes the keeper (a store call it waits for has answered).
+    pub(crate) fn wake(&self) {
+        let _guard = lock(&self.failure);
+        self.changed.notify_all();
+    }
+
+    /// Waits until `done` holds or `until`. Whoever makes `done` true calls
+    /// [`wake`](Self::wake) (or [`stop_keeper`](Self::stop_keeper)) after, so it is never
+    /// missed: `done` is looked at under the lock they take.
+    pub(crate) fn nap_until(&self, until: Instant, done: impl Fn() -> bool) {
+        let mut guard = lock(&self.failure);
+        loop {
+            if done() {
+                return;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            guard = self
+                .changed
+                .wait_timeout(guard, left)
+                .map_or_else(|e| e.into_inner().0, |(guard, _)| guard);
         }
     }
 

@@ -1,44 +1,58 @@
 //! A TCP relay for tests of a store that dies mid-run, shared by the store tests.
 #![allow(dead_code)]
 
-use std::sync::Arc;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// A TCP relay to a server that can be cut (every connection closed, new ones refused)
-/// and restored: a store that dies mid-run and comes back.
+/// Relaying both ways.
+const UP: u8 = 0;
+/// Every connection closed, new ones refused.
+const REFUSING: u8 = 1;
+/// Connections accepted and held open, nothing forwarded either way: a server that hangs
+/// (or a black-holed route), which a client notices only by its own timeouts.
+const SILENT: u8 = 2;
+
+/// A TCP relay to a server that can be cut (every connection closed, new ones refused),
+/// silenced (connections held open but nothing forwarded) and restored: a store that
+/// dies, or hangs, mid-run and comes back.
 pub struct Relay {
     pub addr: std::net::SocketAddr,
-    up: Arc<std::sync::atomic::AtomicBool>,
-    open: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    mode: Arc<AtomicU8>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl Relay {
     pub fn to(upstream: std::net::SocketAddr) -> Self {
-        use std::net::{TcpListener, TcpStream};
-        use std::sync::atomic::Ordering;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let relay = Relay {
             addr: listener.local_addr().unwrap(),
-            up: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            mode: Arc::new(AtomicU8::new(UP)),
             open: Arc::default(),
         };
-        let (up, open) = (relay.up.clone(), relay.open.clone());
+        let (mode, open) = (relay.mode.clone(), relay.open.clone());
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
-                if !up.load(Ordering::SeqCst) {
-                    continue; // dropped: refused
+                match mode.load(Ordering::SeqCst) {
+                    REFUSING => continue, // dropped: refused
+                    SILENT => {
+                        // Held open, never answered.
+                        open.lock().unwrap().push(client);
+                        continue;
+                    }
+                    _ => {}
                 }
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
                 let mut open = open.lock().unwrap();
-                for (mut from, mut to) in [
+                for (from, to) in [
                     (client.try_clone().unwrap(), server.try_clone().unwrap()),
                     (server.try_clone().unwrap(), client.try_clone().unwrap()),
                 ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(std::net::Shutdown::Both);
-                    });
+                    let mode = mode.clone();
+                    std::thread::spawn(move || forward(from, to, &mode));
                 }
                 open.push(client);
                 open.push(server);
@@ -47,16 +61,40 @@ impl Relay {
         relay
     }
 
+    /// Closes every connection and refuses new ones.
     pub fn cut(&self) {
-        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.mode.store(REFUSING, Ordering::SeqCst);
         for stream in self.open.lock().unwrap().drain(..) {
-            let _ = stream.shutdown(std::net::Shutdown::Both);
+            let _ = stream.shutdown(Shutdown::Both);
         }
     }
 
-    pub fn restore(&self) {
-        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    /// Stops forwarding on every connection, open or new, and holds them open.
+    pub fn silence(&self) {
+        self.mode.store(SILENT, Ordering::SeqCst);
     }
+
+    pub fn restore(&self) {
+        self.mode.store(UP, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until either end closes; while silent, what arrives is dropped.
+fn forward(mut from: TcpStream, mut to: TcpStream, mode: &AtomicU8) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if mode.load(Ordering::SeqCst) == SILENT {
+            continue;
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
 }
 
 /// `url` with its host:port replaced by `addr`.

@@ -1,0 +1,442 @@
+//! Fencing: a generator whose lease store dies (refuses connections) or hangs (holds
+//! them open and never answers) stops issuing before its lease can pass to another
+//! holder, says so as `UidError::WorkerLease` naming the store and the worker ID (never
+//! as an empty ring), and exits without waiting on the dead store. On MySQL/MariaDB,
+//! PostgreSQL and Redis, each reached through a relay the test cuts, with a short and a
+//! longer TTL; the stores keep their default 5 s step bound, longer than the short TTL.
+//! The cases of a test run side by side, so the file takes about the longest TTL.
+
+#[path = "support/relay.rs"]
+mod relay;
+#[path = "support/servers.rs"]
+mod servers;
+
+use relay::{via, Relay};
+use servers::{mysql_url, postgres_url, random_suffix, redis_url};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uidgen::{
+    Acquired, BitsAllocator, CachedUidGenerator, DefaultUidGenerator, LeaseRecord, LeaseRequest,
+    LeaseStore, MySqlLeaseStore, PostgresLeaseStore, RedisLeaseStore, StoreError, UidError,
+    UidGenerator, WorkerIdError, WorkerLease,
+};
+
+/// A store behind a trait object, so one case body serves every kind.
+#[derive(Debug, Clone)]
+struct Shared(Arc<dyn LeaseStore>);
+
+impl LeaseStore for Shared {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
+        self.0.acquire(request)
+    }
+    fn renew(&self, id: u64, holder: &str, ttl: Duration, mark: u64) -> Result<bool, StoreError> {
+        self.0.renew(id, holder, ttl, mark)
+    }
+    fn release(&self, id: u64, holder: &str, mark: u64) -> Result<bool, StoreError> {
+        self.0.release(id, holder, mark)
+    }
+    fn leases(&self) -> Result<Vec<LeaseRecord>, StoreError> {
+        self.0.leases()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    MySql,
+    Postgres,
+    Redis,
+}
+
+const KINDS: [Kind; 3] = [Kind::MySql, Kind::Postgres, Kind::Redis];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outage {
+    /// Every connection closed, new ones refused.
+    Refusing,
+    /// Connections accepted and held, nothing answered.
+    Silent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Generator {
+    Cached,
+    Default,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    kind: Kind,
+    outage: Outage,
+    ttl: Duration,
+    generator: Generator,
+}
+
+/// A table or key prefix of the case's own, dropped at the end.
+struct Place {
+    kind: Kind,
+    name: String,
+}
+
+impl Place {
+    fn new(kind: Kind) -> Self {
+        let suffix = random_suffix();
+        let name = match kind {
+            Kind::MySql | Kind::Postgres => format!("wl_fence_{suffix}"),
+            Kind::Redis => format!("uidgen:fence:{suffix}:"),
+        };
+        Self { kind, name }
+    }
+
+    fn url(&self) -> String {
+        match self.kind {
+            Kind::MySql => mysql_url(),
+            Kind::Postgres => postgres_url(),
+            Kind::Redis => redis_url(),
+        }
+    }
+
+    /// A store on this place at `url` (the server's, or the relay's).
+    fn store(&self, url: &str) -> Shared {
+        Shared(match self.kind {
+            Kind::MySql => Arc::new(
+                MySqlLeaseStore::new(url)
+                    .and_then(|s| s.table(&self.name))
+                    .unwrap(),
+            ),
+            Kind::Postgres => Arc::new(
+                PostgresLeaseStore::new(url)
+                    .and_then(|s| s.table(&self.name))
+                    .unwrap(),
+            ),
+            Kind::Redis => Arc::new(
+                RedisLeaseStore::new(url)
+                    .and_then(|s| s.prefix(&self.name))
+                    .unwrap(),
+            ),
+        })
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let url = self.url();
+        let dropped = match self.kind {
+            Kind::MySql => MySqlLeaseStore::new(&url)
+                .and_then(|s| s.table(&self.name))
+                .and_then(|s| s.destroy()),
+            Kind::Postgres => PostgresLeaseStore::new(&url)
+                .and_then(|s| s.table(&self.name))
+                .and_then(|s| s.destroy()),
+            Kind::Redis => RedisLeaseStore::new(&url)
+                .and_then(|s| s.prefix(&self.name))
+                .and_then(|s| s.destroy()),
+        };
+        if let Err(e) = dropped {
+            eprintln!("could not drop {}: {e}", self.name);
+        }
+    }
+}
+
+/// What the successor (another store object, straight at the server) saw.
+struct Successor {
+    /// The latest time the cut lease can have expired by, from the successor's clock:
+    /// the send time of each refusal plus the `expires_in` it named (the store's now is
+    /// after the send). `None` if the first try was granted.
+    expired_no_sooner_than: Option<Instant>,
+    /// The successor's first ID, from the same worker ID.
+    first_id: u64,
+}
+
+/// Takes `worker_id` from `store` as soon as the cut holder's lease expires, and makes
+/// one ID with it.
+fn succeed(store: Shared, bits: BitsAllocator, worker_id: u64, old_holder: String) -> Successor {
+    let started = Instant::now();
+    let mut expired_no_sooner_than = None;
+    let lease = loop {
+        let sent = Instant::now();
+        match WorkerLease::builder(store.clone())
+            .holder("fencing-successor")
+            .acquire_id(&bits, worker_id)
+        {
+            Ok(lease) => break lease,
+            Err(WorkerIdError::WorkerIdHeld {
+                holder, expires_in, ..
+            }) => {
+                assert_eq!(holder, old_holder, "held by someone else");
+                let bound = sent + expires_in;
+                expired_no_sooner_than = expired_no_sooner_than.max(Some(bound));
+                // Near the expiry, look often; before it, now and then.
+                std::thread::sleep(
+                    (expires_in / 2).clamp(Duration::from_millis(10), Duration::from_millis(200)),
+                );
+            }
+            Err(e) => panic!("the successor's acquire failed: {e}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the worker ID never came free"
+        );
+    };
+    let generator = DefaultUidGenerator::builder()
+        .allocator(bits)
+        .lease(lease)
+        .build()
+        .unwrap();
+    Successor {
+        expired_no_sooner_than,
+        first_id: generator.next_uid().unwrap(),
+    }
+}
+
+/// A lease through the relay while the store is up; retried until a deadline, as a
+/// loaded machine can outlast a step once.
+fn acquire(store: &Shared, ttl: Duration, bits: &BitsAllocator, case: Case) -> WorkerLease {
+    let started = Instant::now();
+    loop {
+        match WorkerLease::builder(store.clone()).ttl(ttl).acquire(bits) {
+            Ok(lease) => return lease,
+            Err(err) => assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{case:?}: the store was up for 30 s and still: {err}"
+            ),
+        }
+    }
+}
+
+fn is_lease_error(err: &UidError, store: &str, worker_id: u64) -> bool {
+    let message = err.to_string();
+    matches!(err, UidError::WorkerLease { .. })
+        && message.contains(store)
+        && message.contains(&format!("worker ID {worker_id}"))
+}
+
+/// One case: a generator takes IDs steadily through the relay; the relay is cut; the
+/// generator must fail with the lease's error, stop before the lease expires, and drop
+/// within TTL + 2 s of the cut; a successor then gets the worker ID above every ID made.
+fn run(case: Case) {
+    let place = Place::new(case.kind);
+    let direct = place.store(&place.url());
+    direct.leases().unwrap(); // creates the table
+    let (_, upstream) = via(&place.url(), "127.0.0.1:1".parse().unwrap());
+    let relay = Relay::to(upstream);
+    let (mut relayed_url, _) = via(&place.url(), relay.addr);
+    if case.kind == Kind::MySql {
+        // mysql_async moves a local connection to the server's Unix socket, which would
+        // bypass the relay.
+        relayed_url.push_str(if relayed_url.contains('?') { "&" } else { "?" });
+        relayed_url.push_str("prefer_socket=false");
+    }
+    // The store's own step bound stays its default (5 s): longer than the short TTL.
+    let relayed = place.store(&relayed_url);
+    let described = relayed.describe();
+    let bits = BitsAllocator::default();
+    let lease = acquire(&relayed, case.ttl, &bits, case);
+    let (worker_id, holder) = (lease.worker_id(), lease.holder().to_owned());
+    let generator: Box<dyn UidGenerator> = match case.generator {
+        Generator::Cached => Box::new(
+            CachedUidGenerator::builder()
+                .allocator(bits)
+                .lease(lease)
+                .build()
+                .unwrap(),
+        ),
+        Generator::Default => Box::new(
+            DefaultUidGenerator::builder()
+                .allocator(bits)
+                .lease(lease)
+                .build()
+                .unwrap(),
+        ),
+    };
+    // A steady taker: an ID about every millisecond. The cut comes at a random point of
+    // the keeper's renewal cycle (a third of the TTL).
+    let mut highest = 0;
+    let warm_up = Instant::now();
+    let phase = u64::from_str_radix(&random_suffix(), 16).unwrap() % 1_000;
+    let warm_up_for = Duration::from_millis(200) + case.ttl / 3 * phase as u32 / 1_000;
+    while warm_up.elapsed() < warm_up_for {
+        highest = highest.max(generator.next_uid().unwrap());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+
+    match case.outage {
+        Outage::Refusing => relay.cut(),
+        Outage::Silent => relay.silence(),
+    }
+    let cut_at = Instant::now();
+    let successor = std::thread::spawn(move || succeed(direct, bits, worker_id, holder));
+    let mut issued_after_cut = 0u64;
+    let mut last_issued = None;
+    let err = loop {
+        match generator.next_uid() {
+            Ok(id) => {
+                assert!(id > highest, "{case:?}: IDs went backwards");
+                highest = id;
+                issued_after_cut += 1;
+                last_issued = Some(Instant::now());
+            }
+            Err(e) => break e,
+        }
+        assert!(
+            cut_at.elapsed() < case.ttl + Duration::from_secs(2),
+            "{case:?}: still issuing {:?} after the cut",
+            cut_at.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let failed_after = cut_at.elapsed();
+    assert!(
+        is_lease_error(&err, &described, worker_id),
+        "{case:?}: the error after the cut was not the lease's, naming {described} and \
+         worker ID {worker_id}: {err:?}"
+    );
+    // Every way of taking says the same while the store is down.
+    let again = generator.next_uid().unwrap_err();
+    assert!(
+        is_lease_error(&again, &described, worker_id),
+        "{case:?}: {again:?}"
+    );
+    if case.generator == Generator::Cached {
+        let tried = generator.try_next_uid().unwrap_err();
+        assert!(
+            is_lease_error(&tried, &described, worker_id),
+            "{case:?}: try_next_uid: {tried:?}"
+        );
+    }
+    drop(generator);
+    let dropped_after = cut_at.elapsed();
+    assert!(
+        dropped_after <= case.ttl + Duration::from_secs(2),
+        "{case:?}: dropped only {dropped_after:?} after the cut (TTL {:?})",
+        case.ttl
+    );
+
+    let successor = successor.join().expect("the successor panicked");
+    assert!(
+        highest < successor.first_id,
+        "{case:?}: the cut generator issued {highest}, not below the successor's first ID {}",
+        successor.first_id
+    );
+    let mut stopped_before_expiry = None;
+    if let (Some(expired), Some(last)) = (successor.expired_no_sooner_than, last_issued) {
+        assert!(
+            last < expired,
+            "{case:?}: an ID was issued {:?} after the lease expired",
+            last - expired
+        );
+        stopped_before_expiry = Some(expired - last);
+    }
+    eprintln!(
+        "{case:?}: {issued_after_cut} IDs after the cut, failed at {failed_after:?}, dropped at \
+         {dropped_after:?}, last ID {stopped_before_expiry:?} before the expiry: {err}"
+    );
+}
+
+/// Runs the cases side by side (most of their time is waiting for a lease to expire); a
+/// failure names its case.
+fn run_all(cases: Vec<Case>) {
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|case| (case, std::thread::spawn(move || run(case))))
+        .collect();
+    let mut failed = Vec::new();
+    for (case, run) in runs {
+        if let Err(panic) = run.join() {
+            failed.push((case, panic));
+        }
+    }
+    if let Some((case, panic)) = failed.into_iter().next() {
+        eprintln!("failed: {case:?}");
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn a_cached_generator_whose_store_dies_or_hangs_stops_before_expiry_and_says_why() {
+    let mut cases = Vec::new();
+    for kind in KINDS {
+        for outage in [Outage::Refusing, Outage::Silent] {
+            for ttl in [Duration::from_secs(1), Duration::from_secs(12)] {
+                cases.push(Case {
+                    kind,
+                    outage,
+                    ttl,
+                    generator: Generator::Cached,
+                });
+            }
+        }
+    }
+    run_all(cases);
+}
+
+#[test]
+fn a_default_generator_whose_store_dies_or_hangs_stops_before_expiry_and_says_why() {
+    let mut cases = Vec::new();
+    for kind in KINDS {
+        for outage in [Outage::Refusing, Outage::Silent] {
+            cases.push(Case {
+                kind,
+                outage,
+                ttl: Duration::from_secs(1),
+                generator: Generator::Default,
+            });
+        }
+    }
+    run_all(cases);
+}
+
+#[test]
+fn a_cached_generator_async_take_names_the_hung_store_too() {
+    let place = Place::new(Kind::Redis);
+    let direct = place.store(&place.url());
+    direct.leases().unwrap();
+    let (_, upstream) = via(&place.url(), "127.0.0.1:1".parse().unwrap());
+    let relay = Relay::to(upstream);
+    let (relayed_url, _) = via(&place.url(), relay.addr);
+    let relayed = place.store(&relayed_url);
+    let described = relayed.describe();
+    let bits = BitsAllocator::default();
+    let case = Case {
+        kind: Kind::Redis,
+        outage: Outage::Silent,
+        ttl: Duration::from_secs(1),
+        generator: Generator::Cached,
+    };
+    let lease = acquire(&relayed, case.ttl, &bits, case);
+    let worker_id = lease.worker_id();
+    let generator = CachedUidGenerator::builder()
+        .allocator(bits)
+        .lease(lease)
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let cut_at = runtime.block_on(async {
+        generator.next_uid_async().await.unwrap();
+        relay.silence();
+        let cut_at = Instant::now();
+        let err = loop {
+            match generator.next_uid_async().await {
+                Ok(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+                Err(e) => break e,
+            }
+            assert!(
+                cut_at.elapsed() < case.ttl + Duration::from_secs(2),
+                "never failed"
+            );
+        };
+        assert!(is_lease_error(&err, &described, worker_id), "{err:?}");
+        cut_at
+    });
+    drop(generator);
+    assert!(
+        cut_at.elapsed() <= case.ttl + Duration::from_secs(2),
+        "dropped only after {:?}",
+        cut_at.elapsed()
+    );
+}
