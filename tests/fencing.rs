@@ -10,46 +10,20 @@
 mod relay;
 #[path = "support/servers.rs"]
 mod servers;
+#[path = "support/stores.rs"]
+mod stores;
 
 use relay::{via, Relay};
-use servers::{mysql_url, postgres_url, random_suffix, redis_url};
-use std::sync::Arc;
+use servers::random_suffix;
 use std::time::{Duration, Instant};
+use stores::{Fixture, Leases as Shared};
+use uidgen::StoreKind as Kind;
 use uidgen::{
-    Acquired, BitsAllocator, CachedUidGenerator, DefaultUidGenerator, LeaseRecord, LeaseRequest,
-    LeaseStore, MySqlLeaseStore, PostgresLeaseStore, RedisLeaseStore, StoreError, UidError,
-    UidGenerator, WorkerIdError, WorkerLease,
+    BitsAllocator, CachedUidGenerator, DefaultUidGenerator, LeaseStore, UidError, UidGenerator,
+    WorkerIdError, WorkerLease,
 };
 
-/// A store behind a trait object, so one case body serves every kind.
-#[derive(Debug, Clone)]
-struct Shared(Arc<dyn LeaseStore>);
-
-impl LeaseStore for Shared {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
-        self.0.acquire(request)
-    }
-    fn renew(&self, id: u64, holder: &str, ttl: Duration, mark: u64) -> Result<bool, StoreError> {
-        self.0.renew(id, holder, ttl, mark)
-    }
-    fn release(&self, id: u64, holder: &str, mark: u64) -> Result<bool, StoreError> {
-        self.0.release(id, holder, mark)
-    }
-    fn leases(&self) -> Result<Vec<LeaseRecord>, StoreError> {
-        self.0.leases()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    MySql,
-    Postgres,
-    Redis,
-}
-
+/// The network stores (SQLite has no network to cut).
 const KINDS: [Kind; 3] = [Kind::MySql, Kind::Postgres, Kind::Redis];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,69 +48,21 @@ struct Case {
     generator: Generator,
 }
 
-/// A table or key prefix of the case's own, dropped at the end.
-struct Place {
-    kind: Kind,
-    name: String,
-}
+/// A table or key prefix of the case's own (the shared fixture's), dropped at the end.
+struct Place(Fixture);
 
 impl Place {
     fn new(kind: Kind) -> Self {
-        let suffix = random_suffix();
-        let name = match kind {
-            Kind::MySql | Kind::Postgres => format!("wl_fence_{suffix}"),
-            Kind::Redis => format!("uidgen:fence:{suffix}:"),
-        };
-        Self { kind, name }
+        Self(Fixture::new(kind))
     }
 
     fn url(&self) -> String {
-        match self.kind {
-            Kind::MySql => mysql_url(),
-            Kind::Postgres => postgres_url(),
-            Kind::Redis => redis_url(),
-        }
+        self.0.url.clone()
     }
 
     /// A store on this place at `url` (the server's, or the relay's).
     fn store(&self, url: &str) -> Shared {
-        Shared(match self.kind {
-            Kind::MySql => Arc::new(
-                MySqlLeaseStore::new(url)
-                    .and_then(|s| s.table(&self.name))
-                    .unwrap(),
-            ),
-            Kind::Postgres => Arc::new(
-                PostgresLeaseStore::new(url)
-                    .and_then(|s| s.table(&self.name))
-                    .unwrap(),
-            ),
-            Kind::Redis => Arc::new(
-                RedisLeaseStore::new(url)
-                    .and_then(|s| s.prefix(&self.name))
-                    .unwrap(),
-            ),
-        })
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        let url = self.url();
-        let dropped = match self.kind {
-            Kind::MySql => MySqlLeaseStore::new(&url)
-                .and_then(|s| s.table(&self.name))
-                .and_then(|s| s.destroy()),
-            Kind::Postgres => PostgresLeaseStore::new(&url)
-                .and_then(|s| s.table(&self.name))
-                .and_then(|s| s.destroy()),
-            Kind::Redis => RedisLeaseStore::new(&url)
-                .and_then(|s| s.prefix(&self.name))
-                .and_then(|s| s.destroy()),
-        };
-        if let Err(e) = dropped {
-            eprintln!("could not drop {}: {e}", self.name);
-        }
+        self.0.lease_store_at(url, None)
     }
 }
 
@@ -222,13 +148,8 @@ fn run(case: Case) {
     direct.leases().unwrap(); // creates the table
     let (_, upstream) = via(&place.url(), "127.0.0.1:1".parse().unwrap());
     let relay = Relay::to(upstream);
-    let (mut relayed_url, _) = via(&place.url(), relay.addr);
-    if case.kind == Kind::MySql {
-        // mysql_async moves a local connection to the server's Unix socket, which would
-        // bypass the relay.
-        relayed_url.push_str(if relayed_url.contains('?') { "&" } else { "?" });
-        relayed_url.push_str("prefer_socket=false");
-    }
+    // No driver option: the MySQL store never moves to the server's Unix socket.
+    let (relayed_url, _) = via(&place.url(), relay.addr);
     // The store's own step bound stays its default (5 s): longer than the short TTL.
     let relayed = place.store(&relayed_url);
     let described = relayed.describe();

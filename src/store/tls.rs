@@ -2,7 +2,7 @@
 //! URL asked (`store::url::Tls`), and the TLS failure inside a driver's error.
 
 // The client configuration is built here for PostgreSQL; MySQL's and Redis' drivers
-// build their own from the same URL parameters.
+// build their own from the same URL parameters (on the provider installed here).
 #![cfg_attr(not(feature = "postgres"), allow(dead_code))]
 use super::url::{Tls, Verify};
 use super::Cause;
@@ -20,6 +20,7 @@ fn provider() -> Arc<CryptoProvider> {
 /// Makes ring the process's rustls provider, unless one is set: a driver that builds its
 /// own configuration (Redis) needs one, and with two providers compiled in (another
 /// crate may bring aws-lc-rs) rustls would not choose.
+#[cfg_attr(not(any(feature = "mysql", feature = "redis")), allow(dead_code))]
 pub(crate) fn install_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

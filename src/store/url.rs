@@ -369,95 +369,58 @@ impl StoreUrl {
         self.open_segment(Some(name))
     }
 
-    #[allow(unused_variables)]
     fn open_lease(
         &self,
         name: Option<&str>,
     ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        let url = match &self.target {
-            Target::File(path) => {
-                #[cfg(feature = "sqlite")]
-                {
-                    let mut store = super::SqliteLeaseStore::new(path.clone());
-                    if let Some(timeout) = self.timeout {
-                        store = store.busy_timeout(timeout);
-                    }
-                    return Ok(match name {
-                        Some(name) => Box::new(store.table(name)?),
-                        None => Box::new(store),
-                    });
-                }
-                #[cfg(not(feature = "sqlite"))]
-                return Err(not_built(StoreKind::Sqlite, &path.display().to_string()));
-            }
-            Target::Url(url) => url.as_str(),
-        };
-        match self.kind {
-            #[cfg(feature = "mysql")]
-            StoreKind::MySql => {
-                let mut store = super::MySqlLeaseStore::new(url)?;
-                if let Some(timeout) = self.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.table(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[cfg(feature = "postgres")]
-            StoreKind::Postgres => {
-                let mut store = super::PostgresLeaseStore::new(url)?;
-                if let Some(timeout) = self.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.table(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[cfg(feature = "redis")]
-            StoreKind::Redis => {
-                let mut store = super::RedisLeaseStore::new(url)?;
-                if let Some(timeout) = self.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.prefix(name)?),
-                    None => Box::new(store),
-                })
-            }
-            kind => Err(not_built(kind, url)),
-        }
+        open_store!(
+            self,
+            name,
+            SqliteLeaseStore,
+            MySqlLeaseStore,
+            PostgresLeaseStore,
+            RedisLeaseStore
+        )
     }
 
-    #[allow(unused_variables)]
     fn open_segment(
         &self,
         name: Option<&str>,
     ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
-        let url = match &self.target {
-            Target::File(path) => {
-                #[cfg(feature = "sqlite")]
-                {
-                    let mut store = super::SqliteSegmentStore::new(path.clone());
-                    if let Some(timeout) = self.timeout {
-                        store = store.busy_timeout(timeout);
-                    }
-                    return Ok(match name {
-                        Some(name) => Box::new(store.table(name)?),
-                        None => Box::new(store),
-                    });
+        open_store!(
+            self,
+            name,
+            SqliteSegmentStore,
+            MySqlSegmentStore,
+            PostgresSegmentStore,
+            RedisSegmentStore
+        )
+    }
+}
+
+/// Opens `$url`'s store of one family (the four engines' lease stores, or their segment
+/// stores: the same builder methods), in table or key prefix `$name` if given, with the
+/// URL's bound. The one place a store is built from a parsed URL.
+macro_rules! open_store {
+    ($url:expr, $name:expr, $sqlite:ident, $mysql:ident, $postgres:ident, $redis:ident) => {{
+        let (url, name): (&StoreUrl, Option<&str>) = ($url, $name);
+        let _ = name;
+        match (&url.target, url.kind) {
+            #[cfg(feature = "sqlite")]
+            (Target::File(path), _) => {
+                let mut store = super::$sqlite::new(path.clone());
+                if let Some(timeout) = url.timeout {
+                    store = store.busy_timeout(timeout);
                 }
-                #[cfg(not(feature = "sqlite"))]
-                return Err(not_built(StoreKind::Sqlite, &path.display().to_string()));
+                Ok(match name {
+                    Some(name) => Box::new(store.table(name)?),
+                    None => Box::new(store),
+                })
             }
-            Target::Url(url) => url.as_str(),
-        };
-        match self.kind {
             #[cfg(feature = "mysql")]
-            StoreKind::MySql => {
-                let mut store = super::MySqlSegmentStore::new(url)?;
-                if let Some(timeout) = self.timeout {
+            (Target::Url(raw), StoreKind::MySql) => {
+                let mut store = super::$mysql::new(raw)?;
+                if let Some(timeout) = url.timeout {
                     store = store.timeout(timeout);
                 }
                 Ok(match name {
@@ -466,9 +429,9 @@ impl StoreUrl {
                 })
             }
             #[cfg(feature = "postgres")]
-            StoreKind::Postgres => {
-                let mut store = super::PostgresSegmentStore::new(url)?;
-                if let Some(timeout) = self.timeout {
+            (Target::Url(raw), StoreKind::Postgres) => {
+                let mut store = super::$postgres::new(raw)?;
+                if let Some(timeout) = url.timeout {
                     store = store.timeout(timeout);
                 }
                 Ok(match name {
@@ -477,9 +440,9 @@ impl StoreUrl {
                 })
             }
             #[cfg(feature = "redis")]
-            StoreKind::Redis => {
-                let mut store = super::RedisSegmentStore::new(url)?;
-                if let Some(timeout) = self.timeout {
+            (Target::Url(raw), StoreKind::Redis) => {
+                let mut store = super::$redis::new(raw)?;
+                if let Some(timeout) = url.timeout {
                     store = store.timeout(timeout);
                 }
                 Ok(match name {
@@ -487,7 +450,18 @@ impl StoreUrl {
                     None => Box::new(store),
                 })
             }
-            kind => Err(not_built(kind, url)),
+            #[allow(unreachable_patterns)]
+            (target, kind) => Err(not_built(kind, &target.shown())),
+        }
+    }};
+}
+use open_store;
+
+impl Target {
+    fn shown(&self) -> String {
+        match self {
+            Target::File(path) => path.display().to_string(),
+            Target::Url(url) => url.clone(),
         }
     }
 }
@@ -544,6 +518,64 @@ impl std::fmt::Debug for StoreUrl {
             .field("kind", &self.kind)
             .field("url", &self.to_string())
             .finish()
+    }
+}
+
+/// A network store's URL, parsed here and never by its driver (whose messages may echo
+/// parts of it): one of `schemes`, with a host. Errors are `InvalidUrl`, the URL
+/// redacted; `invalid` makes the engine's own.
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+pub(crate) struct NetworkUrl {
+    pub url: url::Url,
+    pub host: String,
+    store: &'static str,
+    raw: String,
+    expected: &'static str,
+}
+
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+impl NetworkUrl {
+    pub(crate) fn parse(
+        raw: &str,
+        store: &'static str,
+        expected: &'static str,
+        schemes: &[&str],
+    ) -> Result<Self, StoreError> {
+        let mut parsed = Self {
+            url: url::Url::parse("x://x").expect("a URL"),
+            host: String::new(),
+            store,
+            raw: raw.to_owned(),
+            expected,
+        };
+        parsed.url = url::Url::parse(raw.trim()).map_err(|e| parsed.invalid(e.to_string()))?;
+        if !schemes.contains(&parsed.url.scheme()) {
+            return Err(parsed.invalid(format!(
+                "the scheme is {:?}, not {}",
+                parsed.url.scheme(),
+                schemes.join(" or ")
+            )));
+        }
+        match parsed.url.host_str() {
+            Some(host) if !host.is_empty() && !parsed.url.cannot_be_a_base() => {
+                parsed.host = host.to_owned();
+                Ok(parsed)
+            }
+            _ => Err(parsed.invalid(format!(
+                "no host (write {}://, with two slashes)",
+                parsed.url.scheme()
+            ))),
+        }
+    }
+
+    /// The error for this URL: `reason`, with the form expected.
+    pub(crate) fn invalid(&self, reason: String) -> StoreError {
+        StoreError::InvalidUrl {
+            store: self.store,
+            url: redact_url(&self.raw),
+            reason,
+            expected: self.expected,
+        }
     }
 }
 

@@ -11,7 +11,7 @@ pub use self::segment::{MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
 
 use super::session::Session;
 use super::sql::{Dialect, Done, SqlConn, Value};
-use super::{redact_url, StoreError, StoreKind};
+use super::{StoreError, StoreKind};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use std::future::Future;
@@ -57,23 +57,9 @@ impl std::fmt::Debug for MySqlStore {
 
 impl MySqlStore {
     pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, StoreError> {
-        let invalid = |reason: String| StoreError::InvalidUrl {
-            store: STORE,
-            url: redact_url(url),
-            reason,
-            expected: EXPECTED,
-        };
-        // Parse it ourselves first: the driver's own messages may echo parts of the URL.
-        let mut parsed = url::Url::parse(url.trim()).map_err(|e| invalid(e.to_string()))?;
-        if !matches!(parsed.scheme(), "mysql" | "mariadb") {
-            return Err(invalid(format!(
-                "the scheme is {:?}, not \"mysql\" or \"mariadb\"",
-                parsed.scheme()
-            )));
-        }
-        if parsed.cannot_be_a_base() || parsed.host_str().is_none_or(str::is_empty) {
-            return Err(invalid("no host (write mysql://, with two slashes)".into()));
-        }
+        let checked = super::url::NetworkUrl::parse(url, STORE, EXPECTED, &["mysql", "mariadb"])?;
+        let invalid = |reason: String| checked.invalid(reason);
+        let mut parsed = checked.url.clone();
         // TLS is ours to set up (the parameter names MySQL's own client uses); the
         // driver gets the rest.
         let (tls, rest) = super::url::Tls::from_query(
@@ -162,7 +148,10 @@ impl MySqlStore {
             .ip_or_hostname(address.ip().to_string())
             .tcp_port(address.port());
         #[cfg(feature = "tls")]
-        let opts = opts.ssl_opts(self.ssl_opts());
+        let opts = {
+            super::tls::install_provider();
+            opts.ssl_opts(self.ssl_opts())
+        };
         self.bounded("connecting", Conn::new(opts)).await
     }
 
@@ -381,11 +370,7 @@ impl MySqlConn {
 
     /// The same connection settings for another table of the same DDL.
     pub(crate) fn with_table(mut self, table: &str) -> Self {
-        self.ddl = self.ddl.replacen(
-            &format!("EXISTS {} (", self.table),
-            &format!("EXISTS {table} ("),
-            1,
-        );
+        self.ddl = super::sql::ddl_for(&self.ddl, &self.table, table);
         self.table = table.to_owned();
         self.session = Session::new();
         self

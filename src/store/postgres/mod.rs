@@ -11,7 +11,7 @@ pub use self::segment::{PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
 
 use super::session::Session;
 use super::sql::{Dialect, Done, SqlConn, Value};
-use super::{redact_url, StoreError, StoreKind};
+use super::{StoreError, StoreKind};
 use std::future::Future;
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
@@ -67,28 +67,10 @@ impl std::fmt::Debug for PgConn {
 
 impl PgConn {
     pub(crate) fn new(url: &str, schema: &str, table: &str) -> Result<Self, StoreError> {
-        let invalid = |reason: String| StoreError::InvalidUrl {
-            store: STORE,
-            url: redact_url(url),
-            reason,
-            expected: EXPECTED,
-        };
-        // Parsed here, not by the driver: its messages may echo parts of the URL.
-        let parsed = url::Url::parse(url.trim()).map_err(|e| invalid(e.to_string()))?;
-        if !matches!(parsed.scheme(), "postgres" | "postgresql") {
-            return Err(invalid(format!(
-                "the scheme is {:?}, not \"postgres\"",
-                parsed.scheme()
-            )));
-        }
-        let host = match parsed.host_str() {
-            Some(host) if !host.is_empty() && !parsed.cannot_be_a_base() => host.to_owned(),
-            _ => {
-                return Err(invalid(
-                    "no host (write postgres://, with two slashes)".into(),
-                ))
-            }
-        };
+        let checked =
+            super::url::NetworkUrl::parse(url, STORE, EXPECTED, &["postgres", "postgresql"])?;
+        let invalid = |reason: String| checked.invalid(reason);
+        let (parsed, host) = (&checked.url, checked.host.clone());
         let port = parsed.port().unwrap_or(5432);
         let user = super::url::percent_decode(parsed.username());
         if user.is_empty() {
@@ -100,7 +82,7 @@ impl PgConn {
         }
         // The parameter names libpq uses.
         let (tls, rest) = super::url::Tls::from_query(
-            &parsed,
+            parsed,
             "sslmode",
             "sslrootcert",
             &[
@@ -150,11 +132,7 @@ impl PgConn {
 
     /// The same connection settings for another table of the same DDL.
     pub(crate) fn with_table(mut self, table: &str) -> Self {
-        self.ddl = self.ddl.replacen(
-            &format!("EXISTS {} (", self.table),
-            &format!("EXISTS {table} ("),
-            1,
-        );
+        self.ddl = super::sql::ddl_for(&self.ddl, &self.table, table);
         self.table = table.to_owned();
         self.session = Session::new();
         self

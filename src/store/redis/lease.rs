@@ -256,11 +256,7 @@ fn number(text: &str) -> Option<u64> {
 
 impl LeaseSteps for RedisLeases {
     fn describe(&self) -> String {
-        format!(
-            "the Redis store {} (keys {}*)",
-            self.conn.location(),
-            self.conn.key_prefix()
-        )
+        self.conn.describe()
     }
 
     fn kind(&self) -> StoreKind {

@@ -9,7 +9,7 @@ mod segment;
 pub use self::lease::RedisLeaseStore;
 pub use self::segment::RedisSegmentStore;
 
-use super::{redact_url, StoreError};
+use super::StoreError;
 use crate::sync::{lock, Arc, Mutex};
 use std::time::Duration;
 
@@ -51,26 +51,13 @@ impl std::fmt::Debug for RedisConn {
 
 impl RedisConn {
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let invalid = |reason: String| StoreError::InvalidUrl {
-            store: STORE,
-            url: redact_url(url),
-            reason,
-            expected: EXPECTED,
-        };
-        // Parsed here, not by the driver: its messages may echo parts of the URL.
-        let parsed = url::Url::parse(url.trim()).map_err(|e| invalid(e.to_string()))?;
-        let tls = match parsed.scheme() {
-            "redis" => None,
-            "rediss" => Some(super::url::Tls {
-                verify: super::url::Verify::Full,
-                ca: None,
-            }),
-            other => return Err(invalid(format!("the scheme is {other:?}, not \"redis\""))),
-        };
-        let host = match parsed.host_str() {
-            Some(host) if !host.is_empty() && !parsed.cannot_be_a_base() => host.to_owned(),
-            _ => return Err(invalid("no host (write redis://, with two slashes)".into())),
-        };
+        let checked = super::url::NetworkUrl::parse(url, STORE, EXPECTED, &["redis", "rediss"])?;
+        let invalid = |reason: String| checked.invalid(reason);
+        let (parsed, host) = (&checked.url, checked.host.clone());
+        let tls = (parsed.scheme() == "rediss").then_some(super::url::Tls {
+            verify: super::url::Verify::Full,
+            ca: None,
+        });
         let port = parsed.port().unwrap_or(6379);
         let db_text = parsed.path().trim_start_matches('/');
         let db: i64 = if db_text.is_empty() {
@@ -167,6 +154,11 @@ impl RedisConn {
     /// The server, without its password.
     pub(crate) fn location(&self) -> &str {
         &self.location
+    }
+
+    /// The store, for people and errors: the server and the key prefix.
+    pub(crate) fn describe(&self) -> String {
+        format!("the Redis store {} (keys {}*)", self.location, self.prefix)
     }
 
     /// Opens a connection, the handshake (AUTH, SELECT) included, within one `timeout`:

@@ -190,11 +190,7 @@ impl RedisSegmentStore {
 
 impl SegmentStore for RedisSegmentStore {
     fn describe(&self) -> String {
-        format!(
-            "the Redis store {} (keys {}*)",
-            self.conn.location(),
-            self.conn.key_prefix()
-        )
+        self.conn.describe()
     }
 
     fn kind(&self) -> StoreKind {

@@ -3,46 +3,17 @@
 //! takes a row wins by the statement's own row count, so processes that start at once
 //! never get the same worker ID.
 
-use super::{millis, Columns, SqlConn};
+use super::{millis, SqlConn, SqlTable};
 use crate::store::lease::{LeaseRecord, LeaseRow, LeaseSteps};
 use crate::store::{StoreError, StoreKind};
 use std::time::Duration;
 
-/// Lease steps on `conn`'s `table`.
-#[derive(Clone)]
-pub(crate) struct SqlLeases<C> {
-    pub conn: C,
-    pub table: String,
-}
-
-impl<C: SqlConn> std::fmt::Debug for SqlLeases<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaseStore")
-            .field("store", &self.conn.kind())
-            .field("location", &self.conn.location())
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<C: SqlConn> SqlLeases<C> {
-    fn columns(&self, step: &'static str) -> Columns<'_> {
-        Columns {
-            conn: &self.conn,
-            table: &self.table,
-            step,
-        }
-    }
-}
+/// The lease steps on a table: [`SqlTable`] used as [`LeaseSteps`].
+pub(crate) type SqlLeases<C> = SqlTable<C>;
 
 impl<C: SqlConn> LeaseSteps for SqlLeases<C> {
     fn describe(&self) -> String {
-        format!(
-            "the {} store {} (table {})",
-            self.conn.name(),
-            self.conn.location(),
-            self.table
-        )
+        SqlTable::describe(self)
     }
 
     fn kind(&self) -> StoreKind {

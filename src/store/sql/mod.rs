@@ -75,6 +75,54 @@ pub(crate) trait SqlConn: Send + Sync + 'static {
     fn exec(&self, step: &'static str, sql: &str, params: &[Value]) -> Result<Done, StoreError>;
 }
 
+/// One table on one engine's connection: the lease steps (`WORKER_LEASE`) or the segment
+/// counters (`leaf_alloc`) of a store, by which trait it is used through.
+#[derive(Clone)]
+pub(crate) struct SqlTable<C> {
+    pub conn: C,
+    pub table: String,
+}
+
+impl<C: SqlConn> std::fmt::Debug for SqlTable<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("store", &self.conn.kind())
+            .field("location", &self.conn.location())
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: SqlConn> SqlTable<C> {
+    /// The store, for people and errors: `the MySQL store mysql://u@h:3306/db (table t)`.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "the {} store {} (table {})",
+            self.conn.name(),
+            self.conn.location(),
+            self.table
+        )
+    }
+
+    /// Columns of this table's rows, for a step's errors.
+    pub(crate) fn columns(&self, step: &'static str) -> Columns<'_> {
+        Columns {
+            conn: &self.conn,
+            table: &self.table,
+            step,
+        }
+    }
+}
+
+/// `ddl` (a `CREATE TABLE IF NOT EXISTS {from} (...)`) for table `to` instead.
+pub(crate) fn ddl_for(ddl: &str, from: &str, to: &str) -> String {
+    ddl.replacen(
+        &format!("EXISTS {from} ("),
+        &format!("EXISTS {to} ("),
+        1,
+    )
+}
+
 /// A column read as a number or text, or an error naming the table's DDL.
 pub(crate) struct Columns<'a> {
     pub conn: &'a dyn SqlConn,

@@ -3,28 +3,14 @@
 //! MySQL's `LAST_INSERT_ID(expr)`), never a later read that another session could have
 //! moved on meanwhile, so no two processes ever get the same range.
 
-use super::{Columns, SqlConn};
+use super::{SqlConn, SqlTable};
 use crate::store::segment::{
     check_create, check_step, check_tag, no_range, SegmentStore, TagRecord,
 };
 use crate::store::{StoreError, StoreKind};
 
-/// Segment counters in `conn`'s `table`.
-#[derive(Clone)]
-pub(crate) struct SqlSegments<C> {
-    pub conn: C,
-    pub table: String,
-}
-
-impl<C: SqlConn> std::fmt::Debug for SqlSegments<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SegmentStore")
-            .field("store", &self.conn.kind())
-            .field("location", &self.conn.location())
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
-}
+/// The segment counters in a table: [`SqlTable`] used as a [`SegmentStore`].
+pub(crate) type SqlSegments<C> = SqlTable<C>;
 
 impl<C: SqlConn> SqlSegments<C> {
     fn store(&self) -> &'static str {
@@ -44,11 +30,7 @@ impl<C: SqlConn> SqlSegments<C> {
         step: &'static str,
         rows: &[Vec<super::Value>],
     ) -> Result<Vec<TagRecord>, StoreError> {
-        let columns = Columns {
-            conn: &self.conn,
-            table: &self.table,
-            step,
-        };
+        let columns = self.columns(step);
         rows.iter()
             .map(|row| {
                 Ok(TagRecord::new(
@@ -68,12 +50,7 @@ impl<C: SqlConn> SqlSegments<C> {
 
 impl<C: SqlConn> SegmentStore for SqlSegments<C> {
     fn describe(&self) -> String {
-        format!(
-            "the {} store {} (table {})",
-            self.conn.name(),
-            self.conn.location(),
-            self.table
-        )
+        SqlTable::describe(self)
     }
 
     fn kind(&self) -> StoreKind {
@@ -102,14 +79,7 @@ impl<C: SqlConn> SegmentStore for SqlSegments<C> {
             .conn
             .exec(what, &sql, &[step.into(), tag.into(), step.into()])?;
         let max_id = match done.rows.first() {
-            Some(row) => Some(
-                Columns {
-                    conn: &self.conn,
-                    table: &self.table,
-                    step: what,
-                }
-                .u64(row, 0)?,
-            ),
+            Some(row) => Some(self.columns(what).u64(row, 0)?),
             None if done.affected == 1 => {
                 Some(done.last_insert_id.ok_or_else(|| StoreError::Unexpected {
                     store: self.store(),

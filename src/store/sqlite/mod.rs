@@ -100,11 +100,7 @@ impl SqliteConn {
     /// The same file, another table of the same DDL.
     pub(crate) fn with_table(self, table: &str) -> Self {
         Self {
-            ddl: self.ddl.replacen(
-                &format!("EXISTS {} (", self.table),
-                &format!("EXISTS {table} ("),
-                1,
-            ),
+            ddl: super::sql::ddl_for(&self.ddl, &self.table, table),
             table: table.to_owned(),
             conn: Arc::default(),
             ..self
