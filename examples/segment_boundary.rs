@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use uidgen::{SegmentGenerator, SegmentStore, SqliteSegmentStore, TakeRejectPolicy};
+use uidgen::{SegmentGenerator, SegmentStore, TakeRejectPolicy};
 
 struct Settings {
     rate: u64,
@@ -65,18 +65,9 @@ fn settings() -> Result<Settings, String> {
     Ok(settings)
 }
 
+/// The store a user names, in any form the library reads (a file path, or a URL).
 fn open(store: &str) -> Result<Arc<dyn SegmentStore>, Box<dyn std::error::Error>> {
-    let scheme = store.split_once("://").map(|(s, _)| s);
-    Ok(match scheme {
-        None => Arc::new(SqliteSegmentStore::new(store)),
-        #[cfg(feature = "mysql")]
-        Some("mysql") => Arc::new(uidgen::MySqlSegmentStore::new(store)?),
-        #[cfg(feature = "postgres")]
-        Some("postgres" | "postgresql") => Arc::new(uidgen::PostgresSegmentStore::new(store)?),
-        #[cfg(feature = "redis")]
-        Some("redis") => Arc::new(uidgen::RedisSegmentStore::new(store)?),
-        Some(other) => return Err(format!("{other}:// is not built in (see --features)").into()),
-    })
+    Ok(Arc::from(uidgen::StoreUrl::parse(store)?.segment_store()?))
 }
 
 /// The nanoseconds at quantile `q` of sorted `values`.

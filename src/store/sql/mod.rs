@@ -116,11 +116,7 @@ impl<C: SqlConn> SqlTable<C> {
 
 /// `ddl` (a `CREATE TABLE IF NOT EXISTS {from} (...)`) for table `to` instead.
 pub(crate) fn ddl_for(ddl: &str, from: &str, to: &str) -> String {
-    ddl.replacen(
-        &format!("EXISTS {from} ("),
-        &format!("EXISTS {to} ("),
-        1,
-    )
+    ddl.replacen(&format!("EXISTS {from} ("), &format!("EXISTS {to} ("), 1)
 }
 
 /// A column read as a number or text, or an error naming the table's DDL.
