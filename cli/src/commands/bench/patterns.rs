@@ -398,7 +398,7 @@ impl RingCounters {
 }
 
 /// Runs the pattern of `options` on `generators` (as many as the pattern uses).
-pub fn run(
+pub(super) fn measure(
     name: &str,
     generators: &Generators<'_>,
     options: &BenchOptions,
@@ -908,7 +908,7 @@ mod tests {
     }
 
     fn run_quietly(name: &str, generators: &Generators<'_>, options: &BenchOptions) -> BenchReport {
-        let report = run(name, generators, options, &indicatif::ProgressBar::hidden());
+        let report = measure(name, generators, options, &indicatif::ProgressBar::hidden());
         // Shown with --nocapture: the figures to compare across library changes.
         println!("{report}\n");
         report
