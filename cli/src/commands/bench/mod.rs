@@ -2,10 +2,15 @@
 //! takes, ring slots per ID, borrowed time and an exact duplicate check, on the user's own
 //! machine, for four ways of using generators ([`Pattern`]).
 //!
-//! This file is the command: its options, the generators it builds, and the report it
-//! prints; `patterns` measures.
+//! One idea a file: `patterns` makes the calls of each usage pattern, every thread records
+//! them through one `recorder`, `report` turns the recorders and the rings' counters into
+//! the report, and `generators` holds what is measured. This file is the command: its
+//! options, the generators it builds, and the report it prints.
 
+mod generators;
 mod patterns;
+mod recorder;
+mod report;
 
 pub(crate) use patterns::Pattern;
 
@@ -14,7 +19,8 @@ use crate::args::{BenchArgs, BenchGenerator};
 use crate::output::{Failure, Lines};
 use crate::source::{Source, StoreChoice, Taken};
 use crate::{Env, SUCCESS};
-use patterns::{BenchOptions, Generators, SharedCounter};
+use generators::{Generators, SharedCounter};
+use patterns::BenchOptions;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
