@@ -5,7 +5,9 @@
 //! criterion's estimates into `results/README.md` and `results/throughput.svg`.
 //!
 //! Group `threads`: one ID per call, `function/threads` (`uidgen-segment`: segment mode on
-//! an embedded SQLite store, with `--features sqlite`). Group `batch`: `next_uids` and
+//! an embedded SQLite store, with `--features sqlite`; `uidgen-cached-thread_batch`: the
+//! cached generator with per-thread batches of up to 64 IDs, the opt-in that gives up order
+//! across threads, beside the ordered `uidgen-cached`). Group `batch`: `next_uids` and
 //! the baseline claiming a batch with one `fetch_add`. Group `patterns`: ways of using
 //! cached generators other than one generator flat out (`uidgen bench --pattern` runs the
 //! same ones at scale): `alternate/N` (N generators called in turn from one thread) beside
@@ -67,14 +69,19 @@ struct Contender {
 const ONE_TWO_FOUR: &[usize] = &[1, 2, 4];
 
 /// A cached generator that waits as long as it takes: a benchmark must measure waiting,
-/// not fail on it.
-fn patient_cached(worker_id: u64) -> CachedUidGenerator {
+/// not fail on it. `thread_batch` as the builder's: 1 is the ordered default, more gives
+/// each thread batches of up to that many IDs (unique, not ordered across threads).
+fn patient_cached(worker_id: u64, thread_batch: usize) -> CachedUidGenerator {
     CachedUidGenerator::builder()
         .worker_id(worker_id)
+        .thread_batch(thread_batch)
         .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(3600)))
         .build()
         .unwrap()
 }
+
+/// The per-thread batch of `uidgen-cached-thread_batch`: the most the library allows.
+const THREAD_BATCH: usize = 64;
 
 /// A segment generator on a SQLite file of its own: the hot path is the chain's
 /// `fetch_add`, and a step of up to 2^24 keeps the file's round trips (a few ms each) far
@@ -144,7 +151,8 @@ impl SlotFloor {
 }
 
 fn contenders() -> Vec<Contender> {
-    let cached = patient_cached(1);
+    let cached = patient_cached(1, 1);
+    let cached_thread_batch = patient_cached(9, THREAD_BATCH);
     let default_s = DefaultUidGenerator::new(BitsAllocator::default(), 2).unwrap();
     let default_ms =
         DefaultUidGenerator::new(Preset::Snowflake.builder().build().unwrap(), 3).unwrap();
@@ -168,6 +176,16 @@ fn contenders() -> Vec<Contender> {
             threads: ONE_TWO_FOUR,
             call: Box::new(move || {
                 black_box(cached.next_uid().unwrap());
+            }),
+        },
+        Contender {
+            // Each thread takes from a batch of its own, claimed with one CAS; a thread
+            // new to it (each `iter_custom` call on 2 and 4 threads starts new ones)
+            // begins with a batch of 1 and doubles it up to 64.
+            name: "uidgen-cached-thread_batch",
+            threads: ONE_TWO_FOUR,
+            call: Box::new(move || {
+                black_box(cached_thread_batch.next_uid().unwrap());
             }),
         },
         Contender {
@@ -297,7 +315,7 @@ fn threads(c: &mut Criterion) {
 }
 
 fn batch(c: &mut Criterion) {
-    let cached = patient_cached(8);
+    let cached = patient_cached(8, 1);
     let fetch_add = AtomicU64::new(0);
     let mut group = c.benchmark_group("batch");
     for size in [64usize, 1024] {
@@ -331,7 +349,7 @@ fn patterns(c: &mut Criterion) {
 
     // One ID per iteration from the next generator in turn; `single/1` is the same loop
     // over one generator.
-    let generators: Vec<CachedUidGenerator> = (0..4).map(|i| patient_cached(10 + i)).collect();
+    let generators: Vec<CachedUidGenerator> = (0..4).map(|i| patient_cached(10 + i, 1)).collect();
     for (name, n) in [("single", 1), ("alternate", 2), ("alternate", 4)] {
         let in_turn = &generators[..n];
         group.bench_function(BenchmarkId::new(name, n), |b| {
@@ -383,7 +401,7 @@ fn patterns(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
-    // Short runs: the whole suite (about 40 benchmarks) must stay well under 15 minutes.
+    // Short runs: the whole suite (about 55 benchmarks) must stay well under 15 minutes.
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))

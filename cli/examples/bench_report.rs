@@ -73,6 +73,10 @@ fn load_group(root: &Path, group: &str) -> Group {
     out
 }
 
+/// The cached generator with per-thread batches (`thread_batch(64)` in benches/ids.rs):
+/// IDs unique, but not ordered across threads.
+const THREAD_BATCH: &str = "uidgen-cached-thread_batch";
+
 fn is_peer(name: &str) -> bool {
     !name.starts_with("uidgen") && !name.starts_with("baseline")
 }
@@ -535,6 +539,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rows_ahead.join("; "),
         verdict(all_ahead)
     );
+    // The opt-in that gives up order across threads: no target of its own, shown beside
+    // the same yardsticks as the ordered default.
+    for t in [1u64, 2, 4] {
+        let (Some(b), Some(f)) = (get(&threads, THREAD_BATCH, t), fetch_add(t)) else {
+            continue;
+        };
+        let peer = best_peer(&threads, t).map_or(String::new(), |(peer, v)| {
+            format!(
+                "; best peer {peer} {} ({})",
+                m(v),
+                if b > v { "ahead" } else { "behind" }
+            )
+        });
+        let _ = writeln!(
+            targets,
+            "| … reference, opt-in: per-thread batches (`{THREAD_BATCH}`, not ordered across threads), {t} thread{} | {} vs `fetch_add` {} = {:.2}×{peer} | reference |",
+            if t == 1 { "" } else { "s" },
+            m(b),
+            m(f),
+            b / f
+        );
+    }
 
     let mut out = String::new();
     let _ = writeln!(
@@ -543,7 +569,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         env("UIDGEN_BENCH_COMMAND"),
         env("UIDGEN_BENCH_DATE")
     );
-    let _ = writeln!(out, "- machine: {} cores, {}\n- rustc: {}\n- criterion: warm-up 0.5 s, 2 s of measurement, 20 samples per benchmark; IDs/s is elements over the median time per iteration, and the interval is criterion's 95% interval of that median. The mean column (and the plot) use the mean time instead: a generator that stalls now and then (⚠, e.g. one waiting for the next tick) is fast at the median and slow on average.\n- peers, each through its own thread-safe API: `uuid` v4 and v7, `ulid` (`Ulid::generate`), `snowflaked::sync::Generator`, `ferroid::AtomicSnowflakeGenerator`, and `rs-snowflake`'s generator and pre-built bucket, each behind a `Mutex` because they need `&mut`.\n- baselines: one `AtomicU64::fetch_add` shared by the same threads, a plain counter, and two floors: that `fetch_add` plus the least a lock-free generator that keeps order across threads does with its result (`baseline-floor-range`: a check against a range's bounds; `baseline-floor-slot`: the read of a pre-built ID from a ring filled once).\n", env("UIDGEN_BENCH_NPROC"), env("UIDGEN_BENCH_CPU"), env("UIDGEN_BENCH_RUSTC"));
+    let _ = writeln!(out, "- machine: {} cores, {}\n- rustc: {}\n- criterion: warm-up 0.5 s, 2 s of measurement, 20 samples per benchmark; IDs/s is elements over the median time per iteration, and the interval is criterion's 95% interval of that median. The mean column (and the plot) use the mean time instead: a generator that stalls now and then (⚠, e.g. one waiting for the next tick) is fast at the median and slow on average.\n- peers, each through its own thread-safe API: `uuid` v4 and v7, `ulid` (`Ulid::generate`), `snowflaked::sync::Generator`, `ferroid::AtomicSnowflakeGenerator`, and `rs-snowflake`'s generator and pre-built bucket, each behind a `Mutex` because they need `&mut`.\n- `uidgen-cached-thread_batch`: the cached generator with the opt-in per-thread batches (`thread_batch(64)`): each thread hands out IDs from a batch of its own, claimed with one CAS, so IDs are unique but not ordered across threads; `uidgen-cached` is the ordered default.\n- baselines: one `AtomicU64::fetch_add` shared by the same threads, a plain counter, and two floors: that `fetch_add` plus the least a lock-free generator that keeps order across threads does with its result (`baseline-floor-range`: a check against a range's bounds; `baseline-floor-slot`: the read of a pre-built ID from a ring filled once).\n", env("UIDGEN_BENCH_NPROC"), env("UIDGEN_BENCH_CPU"), env("UIDGEN_BENCH_RUSTC"));
     let _ = writeln!(out, "## Targets\n\n{targets}");
     let _ = writeln!(out, "![IDs per second against threads](throughput.svg)\n");
     let _ = writeln!(

@@ -1,10 +1,10 @@
 //! The command line: subcommands and options, as clap reads them.
 //!
 //! Help texts are plain words (clap prints doc comments as they are, backticks included).
-//! Environment variables are read in `worker.rs`, not by clap, so that `run` can be given
+//! Environment variables are read in `source.rs`, not by clap, so that `run` can be given
 //! an environment of its own and an empty variable counts as unset everywhere.
 
-use crate::bench::Pattern;
+use crate::commands::Pattern;
 use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -148,6 +148,17 @@ pub(crate) enum SegmentAction {
         #[command(flatten)]
         store: SegmentStoreArgs,
     },
+}
+
+impl SegmentAction {
+    /// `--store`, if given.
+    pub(crate) fn store(&self) -> Option<&str> {
+        match self {
+            SegmentAction::Next { store, .. }
+            | SegmentAction::List { store, .. }
+            | SegmentAction::Create { store, .. } => store.store.as_deref(),
+        }
+    }
 }
 
 /// Where segment counters are kept.

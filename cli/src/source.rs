@@ -1,6 +1,10 @@
-//! Where the worker ID comes from. Exactly one source may be given, by option or by
-//! environment variable; two are an error naming both, never a silent choice. An empty
-//! environment variable counts as unset.
+//! Where the worker ID and the stores come from: the only reader of the worker options
+//! and of the environment's UIDGEN_MYSQL_URL and UIDGEN_WORKER_DB (the dispatcher calls it
+//! once per command), and the only place a store is opened ([`StoreChoice::open`]).
+//!
+//! Exactly one source may be given, by option or by environment variable; two are an
+//! error naming both, never a silent choice. An empty environment variable counts as
+//! unset.
 
 use crate::args::WorkerArgs;
 use crate::output::{Context, Failure};
@@ -298,6 +302,23 @@ impl StoreChoice {
             Some(url) => StoreChoice::Url(url.to_owned()),
             None => StoreChoice::Embedded(var(env, WORKER_DB_ENV).map(PathBuf::from)),
         }
+    }
+
+    /// The counters of a segment bench: `--store`, else `--worker-db`, else the embedded
+    /// store (UIDGEN_WORKER_DB if set). The options that choose worker IDs are refused:
+    /// segment mode has none.
+    pub(crate) fn for_segments(args: &WorkerArgs, env: Env) -> Result<Self, Failure> {
+        if args.worker_id.is_some() || args.mysql_url.is_some() || args.lease_ttl.is_some() {
+            return Err(Failure::msg(
+                "--worker-id, --mysql-url and --lease-ttl choose worker IDs, which segment mode \
+                 has none of; leave them out (--store chooses the counters' store)",
+            ));
+        }
+        Ok(match (&args.store, &args.worker_db) {
+            (Some(url), _) => StoreChoice::Url(url.clone()),
+            (None, Some(path)) => StoreChoice::Embedded(Some(path.clone())),
+            (None, None) => StoreChoice::from_option(None, env),
+        })
     }
 
     /// Opens the store, through the library's one URL parser: the embedded file, or

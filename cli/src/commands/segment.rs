@@ -1,45 +1,39 @@
 //! `uidgen segment`: next, list and create, on the store of `--store` (default: the
 //! embedded one).
 
-use crate::args::{SegmentAction, SegmentStoreArgs};
+use super::write_ids;
+use crate::args::SegmentAction;
 use crate::output::{Failure, Lines};
-use crate::worker::StoreChoice;
-use crate::{Env, SUCCESS};
+use crate::source::StoreChoice;
+use crate::SUCCESS;
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use uidgen::{BitsAllocator, SegmentGenerator, SegmentStore, TagRecord};
 
-/// The store of `--store`, else the embedded one (UIDGEN_WORKER_DB, else the default path).
-pub(crate) fn open_store(
-    args: &SegmentStoreArgs,
-    env: Env,
-) -> Result<Box<dyn SegmentStore>, Failure> {
-    StoreChoice::from_option(args.store.as_deref(), env).open()
-}
-
-pub(crate) fn run(
+/// Runs `action` on the counters in `store` (`--store`, else the embedded one).
+pub(super) fn run(
     action: &SegmentAction,
-    env: Env,
+    store: &StoreChoice,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<u8, Failure> {
+    let store: Box<dyn SegmentStore> = store.open()?;
     match action {
         SegmentAction::Next {
             tag,
             count,
             create_step,
             stats,
-            store,
+            ..
         } => {
-            let store = open_store(store, env)?;
             let mut builder = SegmentGenerator::builder(store, tag);
             if let Some(step) = create_step {
                 builder = builder.create_missing(*step);
             }
             let generator = builder.build()?;
             let mut out = Lines::new(stdout);
-            let made = crate::write_ids(
+            let made = write_ids(
                 &mut out,
                 *count,
                 |batch| generator.next_uids(batch),
@@ -73,12 +67,7 @@ pub(crate) fn run(
             flushed?;
             Ok(SUCCESS)
         }
-        SegmentAction::List {
-            json,
-            sample,
-            store,
-        } => {
-            let store = open_store(store, env)?;
+        SegmentAction::List { json, sample, .. } => {
             let (tags, sampled) = read_tags(&*store, *sample)?;
             let when = |ms: u64| {
                 if ms == 0 {
@@ -147,9 +136,8 @@ pub(crate) fn run(
             step,
             start,
             description,
-            store,
+            ..
         } => {
-            let store = open_store(store, env)?;
             let created = store.create(tag, *start, *step, description)?;
             let mut out = Lines::new(stdout);
             if created {

@@ -1,0 +1,141 @@
+//! One module per command, and the dispatcher: it reads the worker options and the
+//! environment once, into the worker source or store a command takes, so that no command
+//! reads them itself.
+
+mod bench;
+mod completions;
+mod layout;
+mod next;
+mod parse;
+mod segment;
+mod worker;
+
+pub(crate) use bench::Pattern;
+
+use crate::args::Command;
+use crate::output::{Failure, Lines};
+use crate::source::{Source, StoreChoice, Taken};
+use crate::{usage_error, Env};
+use std::io::{BufRead, Write};
+use uidgen::{BitsAllocator, CachedUidGenerator, DefaultUidGenerator};
+
+/// Runs one command: its worker source or store first (from the options and `env`), then
+/// the command.
+pub(crate) fn execute(
+    command: Command,
+    env: Env,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<u8, Failure> {
+    match command {
+        Command::Next {
+            count,
+            generator,
+            json,
+            worker,
+            layout,
+        } => {
+            let source = Source::from_args(&worker, env)?;
+            next::run(count, generator, json, &source, &layout, stdout)
+        }
+        Command::Parse { uids, layout } => parse::run(&uids, &layout, stdin, stdout, stderr),
+        Command::Worker {
+            action,
+            json,
+            worker,
+            layout,
+        } => {
+            let source = Source::from_args(&worker, env)?;
+            match action.as_deref() {
+                Some("list") => worker::list(json, &source, stdout),
+                _ => worker::show(json, &source, &layout, stdout),
+            }
+        }
+        Command::Segment { action } => {
+            let store = StoreChoice::from_option(action.store(), env);
+            segment::run(&action, &store, stdout, stderr)
+        }
+        Command::Layout { json, layout } => layout::run(json, &layout, stdout),
+        Command::Bench(args) => {
+            // The command line's own checks first: a misplaced option is a usage error.
+            if let Some(problem) = args.misplaced_option() {
+                return Ok(usage_error("bench", &problem, stdout, stderr));
+            }
+            let options = bench::options(&args)?;
+            let supply = bench::Supply::choose(&args, env)?;
+            bench::run(&args, &options, supply, stdout)
+        }
+        Command::Completions { shell } => completions::run(shell, stdout),
+    }
+}
+
+/// Writes `count` IDs, taken in batches by `take`, each through `line`; stops at the
+/// first failure (the IDs before it are written).
+fn write_ids(
+    out: &mut Lines<'_>,
+    count: u64,
+    mut take: impl FnMut(&mut [u64]) -> Result<usize, uidgen::UidError>,
+    mut line: impl FnMut(&mut Lines<'_>, u64) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let mut batch = [0u64; 256];
+    let mut left = count;
+    while left > 0 {
+        let want = usize::try_from(left)
+            .unwrap_or(batch.len())
+            .min(batch.len());
+        let n = take(&mut batch[..want])?;
+        for &uid in &batch[..n] {
+            line(out, uid)?;
+        }
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// The ring's slots for the cached generator: UidGenerator's eight ticks' worth, at most
+/// 2^17 slots (1 MiB). Layouts with many sequence bits (30/9/24) would otherwise want
+/// more than the library's 2^26-slot limit, or half a gigabyte for a single ID.
+fn ring_slots(bits: &BitsAllocator) -> usize {
+    1usize << (bits.seq_bits() + 3).min(17)
+}
+
+/// The cached generator on the worker ID taken (its lease, if any, goes with it).
+fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {
+    let builder = CachedUidGenerator::builder()
+        .allocator(bits)
+        .ring_capacity(ring_slots(&bits));
+    Ok(match taken.lease {
+        Some(lease) => builder.lease(lease),
+        None => builder.worker_id(taken.worker_id),
+    }
+    .build()?)
+}
+
+/// The default generator on the worker ID taken (its lease, if any, goes with it).
+fn default_generator(bits: BitsAllocator, taken: Taken) -> Result<DefaultUidGenerator, Failure> {
+    let builder = DefaultUidGenerator::builder().allocator(bits);
+    Ok(match taken.lease {
+        Some(lease) => builder.lease(lease),
+        None => builder.worker_id(taken.worker_id),
+    }
+    .build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_fit_every_layout() {
+        for seq in 1..=61 {
+            let bits = BitsAllocator::builder()
+                .bits(62 - seq, 1, seq)
+                .build_unchecked_time()
+                .unwrap();
+            let slots = ring_slots(&bits);
+            assert!(slots.is_power_of_two() && (16..=1 << 17).contains(&slots));
+        }
+        assert_eq!(ring_slots(&BitsAllocator::default()), 1 << 16);
+    }
+}

@@ -1,0 +1,48 @@
+//! `uidgen next`: new IDs, one a line (or each taken apart, as JSON).
+
+use super::{cached_generator, default_generator, write_ids};
+use crate::args::{GeneratorKind, LayoutArgs};
+use crate::output::{Failure, Lines};
+use crate::source::Source;
+use crate::SUCCESS;
+use std::io::Write;
+use uidgen::UidGenerator;
+
+pub(super) fn run(
+    count: u64,
+    generator: GeneratorKind,
+    json: bool,
+    source: &Source,
+    layout: &LayoutArgs,
+    stdout: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let bits = layout.builder()?.build()?;
+    if count == 0 {
+        // Nothing to make: check the settings, take no registry row.
+        source.check(&bits)?;
+        return Ok(SUCCESS);
+    }
+    let taken = source.take(&bits)?;
+    let generator: Box<dyn UidGenerator> = match generator {
+        GeneratorKind::Default => Box::new(default_generator(bits, taken)?),
+        GeneratorKind::Cached => Box::new(cached_generator(bits, taken)?),
+    };
+    let mut out = Lines::new(stdout);
+    let made = write_ids(
+        &mut out,
+        count,
+        |batch| generator.next_uids(batch),
+        |out, uid| {
+            if json {
+                out.line(bits.parse(uid)?)
+            } else {
+                out.line(uid)
+            }
+        },
+    );
+    // The IDs made before a failure are good: write them, then report it.
+    let flushed = out.flush();
+    made?;
+    flushed?;
+    Ok(SUCCESS)
+}
