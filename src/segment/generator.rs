@@ -3,10 +3,10 @@
 use super::chain::{Chain, RangeLeft, SLOTS};
 use super::prefetch::{FetchState, Limits, Prefetcher, StoreHealth};
 use crate::error::{ConfigError, UidError};
-use crate::snowflake::reject::pause_blocking;
-use crate::snowflake::{RejectedTake, TakeDecision, TakeRejectPolicy};
 use crate::store::segment::{check_tag, SegmentStore, MAX_BASE_STEP};
 use crate::store::StoreError;
+use crate::wait::take::{self, Supply};
+use crate::wait::TakeRejectPolicy;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -516,7 +516,7 @@ impl SegmentGenerator {
     pub fn next_uid(&self) -> Result<u64, UidError> {
         match self.take() {
             Some(id) => Ok(id),
-            None => self.take_slow(),
+            None => take::blocking(self, &self.policy, || self.take()),
         }
     }
 
@@ -570,56 +570,12 @@ impl SegmentGenerator {
         if let Some(id) = self.take() {
             return Ok(id);
         }
-        self.hungry();
-        let start = Instant::now();
-        let mut tries = 0u32;
-        loop {
-            self.prefetcher.ring();
-            if let Some(id) = self.take() {
-                return Ok(id);
-            }
-            self.may_retry(start, &mut tries)?;
-            crate::snowflake::reject::pause_async(tries).await;
-        }
+        take::on_runtime(self, &self.policy, || self.take()).await
     }
 
     fn hungry(&self) {
         self.tag.hungry.fetch_add(1, Ordering::Relaxed);
         self.prefetcher.hungry();
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn take_slow(&self) -> Result<u64, UidError> {
-        self.hungry();
-        let start = Instant::now();
-        let backoff = crossbeam_utils::Backoff::new();
-        let mut tries = 0u32;
-        loop {
-            self.prefetcher.ring();
-            if let Some(id) = self.take() {
-                return Ok(id);
-            }
-            self.may_retry(start, &mut tries)?;
-            pause_blocking(&backoff);
-        }
-    }
-
-    fn may_retry(&self, start: Instant, tries: &mut u32) -> Result<(), UidError> {
-        let waited = start.elapsed();
-        if self.tag.refused_flag.load(Ordering::Acquire) {
-            return Err(self.exhausted(waited));
-        }
-        match self.policy.decide(RejectedTake {
-            attempt: *tries,
-            waited,
-        }) {
-            TakeDecision::Retry => {
-                *tries = tries.saturating_add(1);
-                Ok(())
-            }
-            TakeDecision::Fail => Err(self.exhausted(waited)),
-        }
     }
 
     fn exhausted(&self, waited: Duration) -> UidError {
@@ -678,6 +634,29 @@ impl SegmentGenerator {
         } else {
             Ok(GiveBack::AllocatedAfter)
         }
+    }
+}
+
+/// How a take that found every fetched range used up waits (`crate::wait::take`).
+impl Supply for SegmentGenerator {
+    fn found_empty(&self) {
+        self.hungry();
+    }
+
+    fn ask_for_more(&self) {
+        self.prefetcher.ring();
+    }
+
+    /// A refused range: nothing more will come.
+    fn dried_up(&self, waited: Duration) -> Option<UidError> {
+        self.tag
+            .refused_flag
+            .load(Ordering::Acquire)
+            .then(|| self.exhausted(waited))
+    }
+
+    fn gave_up(&self, waited: Duration) -> UidError {
+        self.exhausted(waited)
     }
 }
 

@@ -4,7 +4,7 @@
 //! halved after a quiet while).
 
 use super::Tag;
-use crate::snowflake::doorbell::{Doorbell, Wake};
+use crate::wait::doorbell::{Doorbell, Wake};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
