@@ -62,10 +62,10 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock reading `unix_millis`.
     pub fn new(unix_millis: u64) -> Self {
-        static NEXT_DOMAIN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         Self {
             millis: Arc::new(AtomicU64::new(unix_millis)),
-            domain: NEXT_DOMAIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            // Never 0 (the system clock's), never another clock's.
+            domain: crate::sync::unique_instance_id() as usize,
         }
     }
 

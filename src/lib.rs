@@ -85,6 +85,7 @@ mod segment;
 mod snowflake;
 mod store;
 mod sync;
+mod wait;
 mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -98,8 +99,8 @@ pub use segment::{
 };
 pub use snowflake::{
     CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DefaultUidGenerator,
-    DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RejectedTake,
-    RollbackStrategy, TakeDecision, TakeRejectPolicy, DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
+    DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RollbackStrategy,
+    DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
 pub use store::lease::{Acquired, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
@@ -118,6 +119,7 @@ pub use store::{
 pub use store::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
+pub use wait::{RejectedTake, TakeDecision, TakeRejectPolicy};
 pub use worker::{
     holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerLease,
     WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
@@ -134,11 +136,16 @@ pub use worker::{NodeType, WorkerNode};
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-/// The ring buffer and the padder's doorbell, public only for uidgen's loom model checks
-/// (`loom-tests/`).
+/// The ring buffer, public only for uidgen's loom model checks (`loom-tests/`).
 #[cfg(uidgen_loom)]
 #[doc(hidden)]
-pub use snowflake::{doorbell, ring};
+pub use snowflake::ring;
+
+/// The doorbell that wakes the padding and prefetch threads, public only for uidgen's
+/// loom model checks.
+#[cfg(uidgen_loom)]
+#[doc(hidden)]
+pub use wait::doorbell;
 
 /// The segment generator's chain of ranges, public only for uidgen's loom model checks.
 #[cfg(uidgen_loom)]

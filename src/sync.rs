@@ -86,9 +86,10 @@ pub(crate) fn sleep(duration: std::time::Duration) {
     thread::sleep(duration);
 }
 
-/// A number no other generator in this process has had or will have; tags per-thread
-/// caches so a new generator never serves a dropped one's IDs. Process-wide and outside
-/// any loom model, so it is a plain `std` static.
+/// A number (from 1) no other caller in this process has had or will have: tags
+/// per-thread caches so a new generator never serves a dropped one's IDs, and names a
+/// `ManualClock`'s mark domain. Process-wide and outside any loom model, so it is a plain
+/// `std` static.
 pub(crate) fn unique_instance_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)

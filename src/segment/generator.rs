@@ -1,15 +1,17 @@
-//! [`SegmentGenerator`]: one tag's IDs, handed out of ranges fetched ahead.
+//! [`SegmentGenerator`] and its builder: the public face of one tag's IDs, handed out of
+//! ranges the prefetch thread fetches ahead.
 
-use super::chain::{Chain, RangeLeft, SLOTS};
-use super::prefetch::{FetchState, Limits, Prefetcher, StoreHealth};
+use super::chain::SLOTS;
+use super::error::SegmentError;
+use super::prefetch::Prefetcher;
+use super::tag::{GiveBack, Limits, SegmentStats, Tag};
 use crate::error::{ConfigError, UidError};
-use crate::snowflake::reject::pause_blocking;
-use crate::snowflake::{RejectedTake, TakeDecision, TakeRejectPolicy};
 use crate::store::segment::{check_tag, SegmentStore, MAX_BASE_STEP};
 use crate::store::StoreError;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use crate::sync::Arc;
+use crate::wait::take::{self, Supply};
+use crate::wait::TakeRejectPolicy;
+use std::time::Duration;
 
 /// The default upper bound on one range: Leaf's `MAX_STEP`.
 pub const DEFAULT_MAX_STEP: u64 = 1_000_000;
@@ -17,248 +19,6 @@ pub const DEFAULT_MAX_STEP: u64 = 1_000_000;
 pub const DEFAULT_RANGE_LIFETIME: Duration = Duration::from_secs(30);
 /// The default bound on the ranges kept ahead of the current one.
 pub const DEFAULT_MAX_PREFETCH_DISTANCE: u64 = 4;
-
-/// Why a [`SegmentGenerator`] could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SegmentError {
-    /// A setting is out of range.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The store failed, or the tag does not exist (the message says how to create it).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The store's counter is below a range this generator already has (restored from a
-    /// backup, or rolled back): its ranges would repeat IDs.
-    #[error(
-        "tag {tag:?} in {store}: the store gave the range [{start}, {end}), not at or above \
-         {last_end} where an earlier range ended (or past the largest BIGINT); was the store \
-         restored or rolled back? Refusing it: raise its max_id to at least {last_end}, then \
-         build a new generator"
-    )]
-    RangeRefused {
-        /// The tag.
-        tag: String,
-        /// The store.
-        store: String,
-        /// The range's first ID.
-        start: u64,
-        /// One past its last.
-        end: u64,
-        /// Where the earlier range ended.
-        last_end: u64,
-    },
-    /// The prefetch thread could not be started.
-    #[error("could not start the segment prefetch thread")]
-    Spawn(#[source] Arc<std::io::Error>),
-}
-
-/// One tag's state, shared by its generator and the prefetch thread.
-pub(crate) struct Tag {
-    name: String,
-    store: Arc<dyn SegmentStore>,
-    chain: Chain,
-    limits: Limits,
-    fetch: Mutex<FetchState>,
-    /// Takes that found the chain empty.
-    hungry: AtomicU64,
-    ranges_fetched: AtomicU64,
-    /// Set by the generator's drop: fetch nothing more.
-    closed: AtomicBool,
-    /// The store's failures and backoff, shared with other tags on it.
-    health: Arc<StoreHealth>,
-    /// A refused range: the generator serves what it has, then fails with this.
-    refused: Mutex<Option<String>>,
-    refused_flag: AtomicBool,
-    // Stats the prefetch thread publishes.
-    step: AtomicU64,
-    distance: AtomicU64,
-    rate_bits: AtomicU64,
-}
-
-impl Tag {
-    /// Fetches ranges until the chain holds what the distance asks for (or it is full, or
-    /// the store fails). Runs on the prefetch thread; returns when to look at this tag
-    /// again unasked.
-    pub(crate) fn top_up(&self, now: Instant, urgent: &AtomicBool) -> Duration {
-        let mut state = self.fetch.lock().unwrap_or_else(PoisonError::into_inner);
-        self.fill(&mut state, now, urgent);
-        state.look_again_in()
-    }
-
-    fn fill(&self, state: &mut FetchState, now: Instant, urgent: &AtomicBool) {
-        state.observe(
-            &self.limits,
-            self.chain.taken(),
-            self.hungry.load(Ordering::Relaxed),
-            now,
-        );
-        self.distance.store(state.distance, Ordering::Relaxed);
-        self.rate_bits
-            .store(state.rate.to_bits(), Ordering::Relaxed);
-        if self.closed.load(Ordering::Acquire) || self.refused_flag.load(Ordering::Relaxed) {
-            return;
-        }
-        // A failing store is asked again only after its backoff (at most 1 s), even
-        // while takers wait: they would otherwise hammer a server that is down.
-        if !self.health.may_try(now) {
-            return;
-        }
-        while self.chain.has_room()
-            && (self.chain.ranges_ahead() < state.wanted_ahead(&self.limits) || self.is_empty())
-        {
-            if self.closed.load(Ordering::Acquire) {
-                return;
-            }
-            // Takers may drain each range as it comes: learn the rate and hunger before
-            // every fetch, not once a round, or a burst is served in base steps.
-            state.observe(
-                &self.limits,
-                self.chain.taken(),
-                self.hungry.load(Ordering::Relaxed),
-                Instant::now(),
-            );
-            if let Err(()) = self.fetch_one(state, now) {
-                return;
-            }
-            // Another tag ran empty: it comes before this one's further ranges ahead.
-            if urgent.load(Ordering::Relaxed) && !self.is_empty() {
-                return;
-            }
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.chain.ids_left() == 0
-    }
-
-    /// Takes one range from the store and publishes it.
-    fn fetch_one(&self, state: &mut FetchState, now: Instant) -> Result<(), ()> {
-        let step = state.next_step(&self.limits);
-        self.step.store(step, Ordering::Relaxed);
-        match self.store.allocate(&self.name, step) {
-            Ok(max_id) => {
-                if self.health.answered() {
-                    tracing::info!(tag = %self.name, store = %self.store.describe(), "segment store answers again");
-                }
-                match checked_range(max_id, step, state.last_end) {
-                    Ok(start) => {
-                        // Room was checked under the fetch lock, and only this lock's
-                        // holder publishes: it cannot be full now.
-                        let published = self.chain.publish(start, max_id);
-                        debug_assert!(published.is_ok());
-                        state.last_end = max_id;
-                        self.ranges_fetched.fetch_add(1, Ordering::Relaxed);
-                        Ok(())
-                    }
-                    Err((start, end)) => {
-                        let err = SegmentError::RangeRefused {
-                            tag: self.name.clone(),
-                            store: self.store.describe(),
-                            start,
-                            end,
-                            last_end: state.last_end,
-                        };
-                        tracing::error!(tag = %self.name, "{err}");
-                        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) =
-                            Some(err.to_string());
-                        self.refused_flag.store(true, Ordering::Release);
-                        Err(())
-                    }
-                }
-            }
-            Err(err) => {
-                let message = err.to_string();
-                if self.health.failed(now, message.clone()) {
-                    tracing::warn!(tag = %self.name, "segment store failed; serving fetched ranges: {message}");
-                }
-                Err(())
-            }
-        }
-    }
-
-    /// A panic in the store (on the prefetch thread) counts as its failure.
-    pub(crate) fn store_panicked(&self, panic: &(dyn std::any::Any + Send)) {
-        let message = format!("the store panicked: {}", crate::sync::panic_message(panic));
-        tracing::error!(tag = %self.name, "{message}");
-        self.health.failed(Instant::now(), message);
-    }
-
-    /// Why an empty chain will not be refilled soon, for the error a giving-up take
-    /// returns.
-    fn why_empty(&self) -> String {
-        if self.refused_flag.load(Ordering::Acquire) {
-            if let Some(why) = self
-                .refused
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-            {
-                return why;
-            }
-        }
-        if let Some(err) = self.health.error() {
-            return format!("the store {} fails: {err}", self.store.describe());
-        }
-        format!(
-            "the next range from {} did not come in time",
-            self.store.describe()
-        )
-    }
-}
-
-/// The range `[max_id - step, max_id)` if it starts at or above `last_end`; else its
-/// bounds, to refuse it.
-fn checked_range(max_id: u64, step: u64, last_end: u64) -> Result<u64, (u64, u64)> {
-    match max_id.checked_sub(step) {
-        // Above i64::MAX is no SQL BIGINT: a store gave garbage (and a cursor that near
-        // u64::MAX could wrap).
-        Some(start) if start >= last_end && start >= 1 && max_id <= i64::MAX as u64 => Ok(start),
-        _ => Err((max_id.saturating_sub(step), max_id)),
-    }
-}
-
-/// What [`SegmentGenerator::shutdown`] gave back to the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GiveBack {
-    /// The counter was set back to `to`: the next range anyone takes starts there.
-    Returned {
-        /// The counter before.
-        from: u64,
-        /// The counter now: the first ID this generator did not hand out.
-        to: u64,
-    },
-    /// Nothing was left unused.
-    NothingLeft,
-    /// Someone allocated after this generator's last range, so its tail stays unused
-    /// (a gap, never a repeat).
-    AllocatedAfter,
-}
-
-/// A snapshot of a segment generator, from [`SegmentGenerator::stats`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct SegmentStats {
-    /// The tag.
-    pub tag: String,
-    /// Ranges taken from the store so far (the first one included).
-    pub ranges_fetched: u64,
-    /// The step of the last range taken.
-    pub step: u64,
-    /// Ranges the prefetch thread keeps ahead of the current one now.
-    pub prefetch_distance: u64,
-    /// IDs left in the current range and the ranges ahead.
-    pub ids_left: u64,
-    /// IDs handed out a second, recently (0 until measured).
-    pub rate_per_sec: f64,
-    /// How long `ids_left` lasts at that rate (`None` until a rate is measured).
-    pub runway: Option<Duration>,
-    /// Takes that found every range used up (and waited, or failed).
-    pub hungry_takes: u64,
-    /// The store's last error while it is failing.
-    pub store_error: Option<String>,
-}
 
 /// Builds a [`SegmentGenerator`]; from [`SegmentGenerator::builder`].
 #[derive(Debug)]
@@ -372,41 +132,13 @@ impl SegmentGeneratorBuilder {
             prefetch: self.prefetch,
         };
         let prefetcher = Prefetcher::get().map_err(SegmentError::Spawn)?;
-        let now = Instant::now();
-        let tag = Arc::new(Tag {
-            name: self.tag,
-            store: self.store,
-            chain: Chain::new(),
+        let tag = Arc::new(Tag::new(
+            self.tag,
+            self.store,
             limits,
-            fetch: Mutex::new(FetchState::new(0, &limits, now)),
-            hungry: AtomicU64::new(0),
-            ranges_fetched: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-            health: prefetcher.health(&describe),
-            refused: Mutex::new(None),
-            refused_flag: AtomicBool::new(false),
-            step: AtomicU64::new(limits.base_step),
-            distance: AtomicU64::new(1),
-            rate_bits: AtomicU64::new(0),
-        });
-        // The first range, here: its errors are the caller's.
-        {
-            let mut state = tag.fetch.lock().unwrap_or_else(PoisonError::into_inner);
-            let step = state.next_step(&limits);
-            let max_id = tag.store.allocate(&tag.name, step)?;
-            let start = checked_range(max_id, step, 0).map_err(|(start, end)| {
-                SegmentError::RangeRefused {
-                    tag: tag.name.clone(),
-                    store: describe.clone(),
-                    start,
-                    end,
-                    last_end: 1,
-                }
-            })?;
-            let _ = tag.chain.publish(start, max_id);
-            state.last_end = max_id;
-            tag.ranges_fetched.store(1, Ordering::Relaxed);
-        }
+            prefetcher.health(&describe),
+        ));
+        tag.fetch_first()?;
         prefetcher.register(&tag);
         Ok(SegmentGenerator {
             tag,
@@ -469,9 +201,9 @@ pub struct SegmentGenerator {
 impl std::fmt::Debug for SegmentGenerator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SegmentGenerator")
-            .field("tag", &self.tag.name)
-            .field("store", &self.tag.store)
-            .field("chain", &self.tag.chain)
+            .field("tag", &self.tag.name())
+            .field("store", self.tag.store())
+            .field("chain", self.tag.chain())
             .finish_non_exhaustive()
     }
 }
@@ -493,12 +225,12 @@ impl SegmentGenerator {
 
     /// The tag.
     pub fn tag(&self) -> &str {
-        &self.tag.name
+        self.tag.name()
     }
 
     #[inline(always)]
     fn take(&self) -> Option<u64> {
-        let (prefetcher, chain) = (self.prefetcher, &self.tag.chain);
+        let (prefetcher, chain) = (self.prefetcher, self.tag.chain());
         // Moved to the last range fetched: ask for more now. Otherwise the prefetch
         // thread's own timer (half a range's time) comes in time, and this call makes no
         // system call.
@@ -516,7 +248,7 @@ impl SegmentGenerator {
     pub fn next_uid(&self) -> Result<u64, UidError> {
         match self.take() {
             Some(id) => Ok(id),
-            None => self.take_slow(),
+            None => take::blocking(self, &self.policy, || self.take()),
         }
     }
 
@@ -529,8 +261,10 @@ impl SegmentGenerator {
         }
         self.hungry();
         // Nothing will come soon: say why rather than "would block" forever.
-        if self.tag.refused_flag.load(Ordering::Acquire) || self.tag.health.failing() {
-            return self.take().ok_or_else(|| self.exhausted(Duration::ZERO));
+        if self.tag.refused() || self.tag.store_failing() {
+            return self
+                .take()
+                .ok_or_else(|| self.tag.exhausted(Duration::ZERO));
         }
         Err(UidError::WouldBlock {
             why: "the tag's fetched ranges are used up; the next is being fetched",
@@ -570,88 +304,17 @@ impl SegmentGenerator {
         if let Some(id) = self.take() {
             return Ok(id);
         }
-        self.hungry();
-        let start = Instant::now();
-        let mut tries = 0u32;
-        loop {
-            self.prefetcher.ring();
-            if let Some(id) = self.take() {
-                return Ok(id);
-            }
-            self.may_retry(start, &mut tries)?;
-            crate::snowflake::reject::pause_async(tries).await;
-        }
+        take::on_runtime(self, &self.policy, || self.take()).await
     }
 
     fn hungry(&self) {
-        self.tag.hungry.fetch_add(1, Ordering::Relaxed);
+        self.tag.count_hungry();
         self.prefetcher.hungry();
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn take_slow(&self) -> Result<u64, UidError> {
-        self.hungry();
-        let start = Instant::now();
-        let backoff = crossbeam_utils::Backoff::new();
-        let mut tries = 0u32;
-        loop {
-            self.prefetcher.ring();
-            if let Some(id) = self.take() {
-                return Ok(id);
-            }
-            self.may_retry(start, &mut tries)?;
-            pause_blocking(&backoff);
-        }
-    }
-
-    fn may_retry(&self, start: Instant, tries: &mut u32) -> Result<(), UidError> {
-        let waited = start.elapsed();
-        if self.tag.refused_flag.load(Ordering::Acquire) {
-            return Err(self.exhausted(waited));
-        }
-        match self.policy.decide(RejectedTake {
-            attempt: *tries,
-            waited,
-        }) {
-            TakeDecision::Retry => {
-                *tries = tries.saturating_add(1);
-                Ok(())
-            }
-            TakeDecision::Fail => Err(self.exhausted(waited)),
-        }
-    }
-
-    fn exhausted(&self, waited: Duration) -> UidError {
-        UidError::SegmentExhausted {
-            tag: self.tag.name.clone(),
-            waited,
-            why: self.tag.why_empty(),
-        }
     }
 
     /// What the generator holds and how fast it goes.
     pub fn stats(&self) -> SegmentStats {
-        let tag = &self.tag;
-        let ids_left = tag.chain.ids_left();
-        let rate = f64::from_bits(tag.rate_bits.load(Ordering::Relaxed));
-        SegmentStats {
-            tag: tag.name.clone(),
-            ranges_fetched: tag.ranges_fetched.load(Ordering::Relaxed),
-            step: tag.step.load(Ordering::Relaxed),
-            prefetch_distance: if tag.limits.prefetch {
-                tag.distance.load(Ordering::Relaxed)
-            } else {
-                0
-            },
-            ids_left,
-            rate_per_sec: rate,
-            runway: (rate > 0.0)
-                .then(|| Duration::try_from_secs_f64(ids_left as f64 / rate).ok())
-                .flatten(),
-            hungry_takes: tag.hungry.load(Ordering::Relaxed),
-            store_error: tag.health.error(),
-        }
+        self.tag.stats()
     }
 
     /// Stops fetching and gives the unused tail back to the store when no one allocated
@@ -659,25 +322,27 @@ impl SegmentGenerator {
     /// the first ID this one did not hand out. Dropping the generator does the same and
     /// logs the outcome; call this to see it.
     pub fn shutdown(self) -> Result<GiveBack, StoreError> {
-        self.give_back()
+        self.tag.give_back()
+    }
+}
+
+/// How a take that found every fetched range used up waits (`crate::wait::take`).
+impl Supply for SegmentGenerator {
+    fn found_empty(&self) {
+        self.hungry();
     }
 
-    fn give_back(&self) -> Result<GiveBack, StoreError> {
-        let tag = &self.tag;
-        if tag.closed.swap(true, Ordering::AcqRel) {
-            return Ok(GiveBack::NothingLeft);
-        }
-        // Waits out a fetch in flight; none starts after `closed`.
-        let state = tag.fetch.lock().unwrap_or_else(PoisonError::into_inner);
-        let ranges = tag.chain.ranges();
-        let Some((from, to)) = unused_tail(&ranges, state.last_end) else {
-            return Ok(GiveBack::NothingLeft);
-        };
-        if tag.store.give_back(&tag.name, from, to)? {
-            Ok(GiveBack::Returned { from, to })
-        } else {
-            Ok(GiveBack::AllocatedAfter)
-        }
+    fn ask_for_more(&self) {
+        self.prefetcher.ring();
+    }
+
+    /// A refused range: nothing more will come.
+    fn dried_up(&self, waited: Duration) -> Option<UidError> {
+        self.tag.refused().then(|| self.tag.exhausted(waited))
+    }
+
+    fn gave_up(&self, waited: Duration) -> UidError {
+        self.tag.exhausted(waited)
     }
 }
 
@@ -694,86 +359,17 @@ impl crate::generator::IdSource for SegmentGenerator {
     }
 }
 
-/// The counter to give back: from `last_end` (the end of the last range fetched) down
-/// to the first unused ID of the unused, contiguous tail of `ranges`; `None` if that
-/// tail is empty.
-fn unused_tail(ranges: &[RangeLeft], last_end: u64) -> Option<(u64, u64)> {
-    let last = ranges.last()?;
-    if last.end != last_end {
-        return None;
-    }
-    let mut to = last.next;
-    for pair in ranges.windows(2).rev() {
-        let (earlier, later) = (pair[0], pair[1]);
-        if later.next == later.start && earlier.end == later.start {
-            to = earlier.next;
-        } else {
-            break;
-        }
-    }
-    (to < last_end).then_some((last_end, to))
-}
-
 impl Drop for SegmentGenerator {
     fn drop(&mut self) {
-        match self.give_back() {
+        match self.tag.give_back() {
             Ok(GiveBack::Returned { from, to }) => {
-                tracing::debug!(tag = %self.tag.name, from, to, "gave the unused tail back")
+                tracing::debug!(tag = %self.tag.name(), from, to, "gave the unused tail back")
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(
-                tag = %self.tag.name,
+                tag = %self.tag.name(),
                 "could not give the unused tail back (a gap, never a repeat): {err}"
             ),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn range(start: u64, next: u64, end: u64) -> RangeLeft {
-        RangeLeft { start, next, end }
-    }
-
-    #[test]
-    fn the_unused_tail_stops_at_a_gap_or_a_used_range() {
-        // One range, partly used.
-        assert_eq!(unused_tail(&[range(1, 5, 11)], 11), Some((11, 5)));
-        // Used up: nothing to give.
-        assert_eq!(unused_tail(&[range(1, 11, 11)], 11), None);
-        // Contiguous, the later one untouched: back into the earlier.
-        assert_eq!(
-            unused_tail(&[range(1, 5, 11), range(11, 11, 21)], 21),
-            Some((21, 5))
-        );
-        // Someone took [11, 31) between ours: only the last range goes back.
-        assert_eq!(
-            unused_tail(&[range(1, 5, 11), range(31, 31, 41)], 41),
-            Some((41, 31))
-        );
-        // The later range is in use: it alone goes back, from its next ID.
-        assert_eq!(
-            unused_tail(&[range(1, 11, 11), range(11, 15, 21)], 21),
-            Some((21, 15))
-        );
-        // The last range is not the last fetched (should not happen): nothing.
-        assert_eq!(unused_tail(&[range(1, 5, 11)], 21), None);
-    }
-
-    #[test]
-    fn ranges_that_go_back_are_refused() {
-        assert_eq!(checked_range(1001, 1000, 1), Ok(1));
-        assert_eq!(checked_range(3001, 1000, 1001), Ok(2001));
-        assert_eq!(checked_range(1500, 1000, 1001), Err((500, 1500)));
-        assert_eq!(checked_range(500, 1000, 0), Err((0, 500)));
-        // Past the largest BIGINT: a store's garbage, refused.
-        let max = i64::MAX as u64;
-        assert_eq!(checked_range(max, 10, 1), Ok(max - 10));
-        assert_eq!(
-            checked_range(u64::MAX, 10, 1),
-            Err((u64::MAX - 10, u64::MAX))
-        );
     }
 }

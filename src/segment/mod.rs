@@ -1,24 +1,37 @@
 //! Segment mode (Meituan Leaf's 号段): dense, increasing IDs per tag, taken a range at a
 //! time from a counter in a store and handed out from memory.
 //!
-//! [`SegmentGenerator`] keeps a lock-free chain of ranges (`chain`); one process-wide
-//! thread fetches ranges ahead for every tag (`prefetch`).
+//! Split by job, each file importing only those listed before it:
+//! - `chain`: the lock-free chain of ranges a tag's IDs are taken from (loom-checked);
+//! - `error`: why a generator could not be built;
+//! - `health`: how a store is doing, shared by every tag on it;
+//! - `tag`: one tag's state, its fill, and the rules (step, distance) and limits it keeps;
+//! - `prefetch`: the one thread per process that tops up every tag;
+//! - `generator`: [`SegmentGenerator`] and its builder, the public face.
 
 #[cfg(not(uidgen_loom))]
 mod chain;
 #[cfg(uidgen_loom)]
 pub mod chain;
 #[cfg(not(uidgen_loom))]
+mod error;
+#[cfg(not(uidgen_loom))]
 mod generator;
 #[cfg(not(uidgen_loom))]
+mod health;
+#[cfg(not(uidgen_loom))]
 mod prefetch;
+#[cfg(not(uidgen_loom))]
+mod tag;
 
 #[cfg(not(uidgen_loom))]
-use generator::Tag;
+pub use error::SegmentError;
 #[cfg(not(uidgen_loom))]
 pub use generator::{
-    GiveBack, SegmentError, SegmentGenerator, SegmentGeneratorBuilder, SegmentStats,
-    DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP, DEFAULT_RANGE_LIFETIME,
+    SegmentGenerator, SegmentGeneratorBuilder, DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP,
+    DEFAULT_RANGE_LIFETIME,
 };
 #[cfg(not(uidgen_loom))]
 pub use prefetch::PREFETCH_THREAD_NAME;
+#[cfg(not(uidgen_loom))]
+pub use tag::{GiveBack, SegmentStats};

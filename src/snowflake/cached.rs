@@ -3,9 +3,7 @@
 use super::end_warning::EndWarning;
 use super::local::{self, MAX_THREAD_BATCH};
 use super::padding::{Demand, Padder, Schedule, Shared, TickSource, LOW_WATER_DIVISOR};
-use super::reject::{
-    pause_blocking, PutRejectHandler, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy,
-};
+use super::reject::{PutRejectHandler, RejectedPut};
 use super::ring::{Claimed, RingBuffer, MAX_CAPACITY};
 use super::{base_builder_methods, GeneratorBase};
 use crate::clock::Clock;
@@ -13,8 +11,10 @@ use crate::error::{ConfigError, UidError};
 use crate::generator::UidGenerator;
 use crate::layout::BitsAllocator;
 use crate::sync::{thread, Arc, Mutex, Ordering};
+use crate::wait::take::{self, Supply};
+use crate::wait::TakeRejectPolicy;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The padding thread's name.
 pub const PADDING_THREAD_NAME: &str = "uidgen-padding";
@@ -383,7 +383,7 @@ impl CachedUidGenerator {
     fn take_into(&self, out: &mut [u64]) -> Result<usize, UidError> {
         match self.take_available(out) {
             Some(n) => Ok(n),
-            None => self.take_slow(|| self.take_available(out)),
+            None => take::blocking(self, &self.take_policy, || self.take_available(out)),
         }
     }
 
@@ -415,7 +415,7 @@ impl CachedUidGenerator {
         };
         match read() {
             Some(uid) => Ok(uid),
-            None => self.take_slow(read),
+            None => take::blocking(self, &self.take_policy, read),
         }
     }
 
@@ -622,51 +622,6 @@ impl CachedUidGenerator {
         })
     }
 
-    /// Asks the take policy about one more refusal of a take that began at `start`:
-    /// `Ok` to try again (counting the try), or the error to give up with.
-    fn may_retry(&self, start: Instant, tries: &mut u32) -> Result<(), UidError> {
-        let waited = start.elapsed();
-        match self.take_policy.decide(RejectedTake {
-            attempt: *tries,
-            waited,
-        }) {
-            TakeDecision::Retry => {
-                *tries = tries.saturating_add(1);
-                Ok(())
-            }
-            // A ring left empty because the next tick waits for its store to record a
-            // mark: that is the cause to report, naming the store.
-            TakeDecision::Fail => Err(self
-                .mark
-                .state()
-                .held_error()
-                .unwrap_or(UidError::BufferExhausted { waited })),
-        }
-    }
-
-    /// The ring was empty: wake the padder and let the take policy decide how long to wait.
-    #[cold]
-    #[inline(never)]
-    fn take_slow<T>(&self, mut attempt: impl FnMut() -> Option<T>) -> Result<T, UidError> {
-        self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
-        let start = Instant::now();
-        let backoff = crossbeam_utils::Backoff::new();
-        let mut tries = 0u32;
-        loop {
-            self.request_padding();
-            self.fill_if_late();
-            if let Some(value) = attempt() {
-                return Ok(value);
-            }
-            if let Some(err) = self.empty_for_good() {
-                // The flags are set after the last IDs were published: one more look.
-                return attempt().ok_or(err);
-            }
-            self.may_retry(start, &mut tries)?;
-            pause_blocking(&backoff);
-        }
-    }
-
     /// The next ID, waiting on the tokio runtime (never blocking its thread) while the
     /// ring is empty, as long as the take policy allows.
     ///
@@ -688,21 +643,33 @@ impl CachedUidGenerator {
         if let Some(uid) = self.take_one() {
             return Ok(uid);
         }
+        take::on_runtime(self, &self.take_policy, || self.take_one()).await
+    }
+}
+
+/// How a take that found the ring empty waits (`crate::wait::take`).
+impl Supply for CachedUidGenerator {
+    fn found_empty(&self) {
         self.shared.rejected_takes.fetch_add(1, Ordering::Relaxed);
-        let start = Instant::now();
-        let mut tries = 0u32;
-        loop {
-            self.request_padding();
-            self.fill_if_late();
-            if let Some(uid) = self.take_one() {
-                return Ok(uid);
-            }
-            if let Some(err) = self.empty_for_good() {
-                return self.take_one().ok_or(err);
-            }
-            self.may_retry(start, &mut tries)?;
-            super::reject::pause_async(tries).await;
-        }
+    }
+
+    /// Wakes the padder, and fills on the taker's thread if the padding thread is late.
+    fn ask_for_more(&self) {
+        self.request_padding();
+        self.fill_if_late();
+    }
+
+    fn dried_up(&self, _waited: Duration) -> Option<UidError> {
+        self.empty_for_good()
+    }
+
+    /// A ring left empty because the next tick waits for its store to record a mark:
+    /// that is the cause to report, naming the store.
+    fn gave_up(&self, waited: Duration) -> UidError {
+        self.mark
+            .state()
+            .held_error()
+            .unwrap_or(UidError::BufferExhausted { waited })
     }
 }
 

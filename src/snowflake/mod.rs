@@ -1,17 +1,14 @@
 //! The time-based generators: [`DefaultUidGenerator`] computes each ID on demand;
 //! [`CachedUidGenerator`] hands out pre-built IDs from a lock-free ring that a padding
-//! thread keeps full. Their rollback strategies and reject policies live here too.
+//! thread keeps full. Their rollback strategies and the ring's put reject handler live
+//! here too; take policies are in `crate::wait`, shared with the segment generators.
 
 mod cached;
 mod default;
-#[cfg(not(uidgen_loom))]
-pub(crate) mod doorbell;
-#[cfg(uidgen_loom)]
-pub mod doorbell;
 mod end_warning;
 mod local;
 mod padding;
-pub(crate) mod reject;
+mod reject;
 #[cfg(not(uidgen_loom))]
 mod ring;
 #[cfg(uidgen_loom)]
@@ -21,9 +18,7 @@ mod rollback;
 pub use cached::{CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, PADDING_THREAD_NAME};
 pub use default::{DefaultUidGenerator, DefaultUidGeneratorBuilder};
 pub use end_warning::DEFAULT_WARN_BEFORE_END;
-pub use reject::{
-    PutRejectHandler, PutRejected, RejectedPut, RejectedTake, TakeDecision, TakeRejectPolicy,
-};
+pub use reject::{PutRejectHandler, PutRejected, RejectedPut};
 pub use rollback::RollbackStrategy;
 
 use crate::clock::{Clock, SystemClock};

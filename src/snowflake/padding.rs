@@ -14,13 +14,13 @@
 //! hundred IDs of the current tick, so IDs are not put only to go stale and be dropped,
 //! and no time is borrowed.
 
-use super::doorbell::{Doorbell, Wake};
 use super::end_warning::EndWarning;
 use super::reject::{PutRejectHandler, RejectedPut};
 use super::ring::{PutRejected, RingProducer};
 use crate::clock::Clock;
 use crate::layout::BitsAllocator;
 use crate::sync::{lock, panic_message, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::wait::doorbell::{Doorbell, Wake};
 use crate::worker::mark::MarkState;
 use crossbeam_utils::CachePadded;
 use std::panic::{self, AssertUnwindSafe};

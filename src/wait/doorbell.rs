@@ -1,5 +1,7 @@
-//! How takers wake the padding thread: a flag and `Thread::unpark`, never a lock, so a
-//! take that asks for padding cannot wait on anything (a channel's waker takes a mutex).
+//! How takers wake the thread that fills for them (the cached generator's padding thread,
+//! the segment generators' prefetch thread): a flag and `Thread::unpark`, never a lock, so
+//! a take that asks for more cannot wait on anything (a channel's waker takes a mutex).
+//! Below, "the padder" is whichever thread waits on it.
 //!
 //! The protocol, model-checked in `loom-tests/` (`doorbell_*`):
 //! - A taker [`ring`](Doorbell::ring)s: it sets the flag and, if it was the one to set it,
