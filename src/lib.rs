@@ -101,7 +101,7 @@ pub use snowflake::{
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RejectedTake,
     RollbackStrategy, TakeDecision, TakeRejectPolicy, DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
-pub use store::lease::{Acquired, LeaseRecord, LeaseRequest, LeaseStore};
+pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;
 pub use store::segment::{

@@ -21,8 +21,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS WORKER_NODE (
     CREATED     TEXT    NOT NULL
 )";
 
-/// Environment variable that overrides the default database path.
-pub const WORKER_DB_ENV: &str = "UIDGEN_WORKER_DB";
+pub use crate::store::sqlite::WORKER_DB_ENV;
 
 /// `WORKER_NODE` in a SQLite file: a new worker ID per launch with no server.
 ///
@@ -66,24 +65,12 @@ impl EmbeddedWorkerIdAssigner {
     /// The registry at `$UIDGEN_WORKER_DB`, or else `uidgen/workers.sqlite3` under the
     /// user's data directory (`~/.local/share` on Linux).
     pub fn at_default_path() -> Result<Self, WorkerIdError> {
-        Self::default_path().map(Self::new).ok_or_else(|| {
-            StoreError::File {
-                path: "(none)".into(),
-                problem: format!(
-                    "no data directory is known for this user; set {WORKER_DB_ENV} to a file path"
-                ),
-                source: None,
-            }
-            .into()
-        })
+        Ok(Self::new(sqlite::at_default_path()?))
     }
 
     /// Where [`at_default_path`](Self::at_default_path) puts the file, if anywhere.
     pub fn default_path() -> Option<PathBuf> {
-        match std::env::var_os(WORKER_DB_ENV) {
-            Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-            _ => dirs::data_dir().map(|dir| dir.join("uidgen").join("workers.sqlite3")),
-        }
+        sqlite::default_path()
     }
 
     /// The row this launch inserts (default: [`WorkerNode::from_env`]).
