@@ -119,8 +119,9 @@ pub use store::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use worker::{
-    holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerLease,
-    WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
+    holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
+    WorkerIdUsage, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
+    MIN_ROW_PER_LAUNCH_WORKER_BITS,
 };
 #[cfg(feature = "sqlite")]
 pub use worker::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};

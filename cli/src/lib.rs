@@ -114,7 +114,7 @@ fn execute(
             worker,
             layout,
         } => match action.as_deref() {
-            Some("list") => list_workers(json, &worker, env, stdout),
+            Some("list") => list_workers(json, &worker, &layout, env, stdout),
             _ => show_worker(json, &worker, &layout, env, stdout),
         },
         Command::Segment { action } => segment::run(&action, env, stdout, stderr),
@@ -458,14 +458,34 @@ fn parse(
     }
 }
 
-/// `uidgen worker list`: every worker ID the store knows, with holder, mark and expiry.
+/// `uidgen worker list`: every worker ID the store knows, with holder, mark and expiry,
+/// and how many of the layout's worker IDs are held and free; for `--mysql-url`'s
+/// WORKER_NODE, the rows used and the launches left.
 fn list_workers(
     json: bool,
     worker: &WorkerArgs,
+    layout: &LayoutArgs,
     env: Env,
     stdout: &mut dyn Write,
 ) -> Result<u8, Failure> {
     let source = Source::from_args(worker, env)?;
+    // Any layout, even one whose time has run out: this only counts worker IDs.
+    let bits = layout.builder()?.build_unchecked_time()?;
+    if let Some((registry, usage)) = source.registry_usage(&bits)? {
+        let mut out = Lines::new(stdout);
+        if json {
+            out.line(serde_json::json!({
+                "registry": registry,
+                "layout": bits.to_string(),
+                "worker_ids": worker::usage_json(&usage),
+            }))?;
+        } else {
+            out.line(format_args!("registry {registry}"))?;
+            out.line(format_args!("layout {bits}: {usage}"))?;
+        }
+        out.flush()?;
+        return Ok(SUCCESS);
+    }
     let store = source.store()?;
     let leases = store.leases()?;
     let mark = |ms: u64| {
@@ -489,7 +509,12 @@ fn list_workers(
                 })
             })
             .collect();
-        out.line(serde_json::json!({ "store": store.describe(), "leases": rows }))?;
+        out.line(serde_json::json!({
+            "store": store.describe(),
+            "leases": rows,
+            "layout": bits.to_string(),
+            "worker_ids": worker::usage_json(&uidgen::WorkerIdUsage::of_leases(&leases, &bits)),
+        }))?;
     } else {
         out.line(format_args!("store {}", store.describe()))?;
         out.line(format_args!(
@@ -509,6 +534,10 @@ fn list_workers(
                 lease.holder.as_deref().unwrap_or("-")
             ))?;
         }
+        out.line(format_args!(
+            "layout {bits}: {}",
+            uidgen::WorkerIdUsage::of_leases(&leases, &bits)
+        ))?;
     }
     out.flush()?;
     Ok(SUCCESS)

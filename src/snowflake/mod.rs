@@ -220,6 +220,18 @@ macro_rules! base_builder_methods {
             self.store($crate::StoreUrl::embedded()?)
         }
 
+        /// The worker ID `assigner` hands out for the layout set so far (so set
+        /// [`allocator`](Self::allocator) first), kept as a fixed one (see
+        /// [`worker_id`](Self::worker_id)): a [`FixedWorkerId`](crate::FixedWorkerId), or
+        /// a one-row-per-launch registry.
+        pub fn worker_id_from(
+            self,
+            assigner: &dyn $crate::WorkerIdAssigner,
+        ) -> Result<Self, $crate::WorkerIdError> {
+            let assigned = assigner.assign_worker_id(&self.base.bits)?;
+            Ok(self.worker_id(assigned.worker_id))
+        }
+
         /// The clock (default: the system clock).
         pub fn clock(mut self, clock: impl $crate::Clock) -> Self {
             self.base.clock = std::sync::Arc::new(clock);
