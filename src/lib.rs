@@ -119,7 +119,7 @@ pub use store::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use worker::{
-    holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
+    holder_identity, FixedWorkerId, PodOrdinal, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
     WorkerIdUsage, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
     MIN_ROW_PER_LAUNCH_WORKER_BITS,
 };

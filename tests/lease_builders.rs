@@ -1,15 +1,15 @@
 //! Worker IDs as a library user meets them: a generator built from a store in one call
 //! (`.store(..)` with a URL, a parsed `StoreUrl` or a store value; `.embedded()` is run
-//! by `tests/readme_launches.rs`), the guard on the one-row-per-launch registries, and
-//! the usage they report.
+//! by `tests/readme_launches.rs`), the guard on the one-row-per-launch registries, the
+//! usage they report, and Kubernetes pod ordinals through a builder.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use uidgen::{
     BitsAllocator, CachedUidGenerator, ConfigError, DefaultUidGenerator, EmbeddedWorkerIdAssigner,
-    LeaseStore, Preset, RollbackStrategy, SqliteLeaseStore, StoreUrl, TimeUnit, UidGenerator,
-    WorkerIdAssigner, WorkerIdError, WorkerIdUsage,
+    LeaseStore, PodOrdinal, Preset, RollbackStrategy, SqliteLeaseStore, StoreUrl, TimeUnit,
+    UidGenerator, WorkerIdAssigner, WorkerIdError, WorkerIdUsage,
 };
 
 fn temp_db() -> (tempfile::TempDir, PathBuf) {
@@ -343,4 +343,49 @@ fn lease_usage_counts_live_leases() {
         "0 of 1024 worker IDs held by live leases, 1024 free (a released or expired worker \
          ID is free again)"
     );
+}
+
+#[test]
+fn a_pod_ordinal_is_a_fixed_worker_id_through_the_time_mark() {
+    let bits = BitsAllocator::default();
+    let pod = PodOrdinal::pod_name("web-12").offset(100);
+    let first = DefaultUidGenerator::builder()
+        .worker_id_from(&pod)
+        .unwrap()
+        .build()
+        .unwrap();
+    let last = (0..1000).map(|_| first.next_uid().unwrap()).max().unwrap();
+    assert_eq!(bits.parse(last).unwrap().worker_id, 112);
+    drop(first);
+    // Built again in this process: starts above every ID the first made.
+    let second = CachedUidGenerator::builder()
+        .worker_id_from(&pod)
+        .unwrap()
+        .build()
+        .unwrap();
+    assert!(second.next_uid().unwrap() > last);
+
+    for (name, offset, wanted) in [
+        ("web", 0, "has no StatefulSet ordinal"),
+        ("web-", 0, "has no StatefulSet ordinal"),
+        (
+            "web-1024",
+            0,
+            "ordinal 1024 + offset 0 = worker ID 1024 exceeds max_worker_id 1023",
+        ),
+        (
+            "web-924",
+            100,
+            "ordinal 924 + offset 100 = worker ID 1024 exceeds max_worker_id 1023",
+        ),
+    ] {
+        let err = DefaultUidGenerator::builder()
+            .worker_id_from(&PodOrdinal::pod_name(name).offset(offset))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(wanted) && err.contains(&format!("{name:?}")),
+            "{name}: {err}"
+        );
+    }
 }

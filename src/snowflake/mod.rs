@@ -222,8 +222,8 @@ macro_rules! base_builder_methods {
 
         /// The worker ID `assigner` hands out for the layout set so far (so set
         /// [`allocator`](Self::allocator) first), kept as a fixed one (see
-        /// [`worker_id`](Self::worker_id)): a [`FixedWorkerId`](crate::FixedWorkerId), or
-        /// a one-row-per-launch registry.
+        /// [`worker_id`](Self::worker_id)): a [`PodOrdinal`](crate::PodOrdinal), a
+        /// [`FixedWorkerId`](crate::FixedWorkerId), or a one-row-per-launch registry.
         pub fn worker_id_from(
             self,
             assigner: &dyn $crate::WorkerIdAssigner,

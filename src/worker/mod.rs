@@ -3,6 +3,7 @@
 //! | source | how | feature |
 //! |---|---|---|
 //! | a lease ([`WorkerLease`]; the builders' `.store(..)` and `.embedded()`) | the lowest free worker ID of a [`LeaseStore`], renewed, released on drop, reused above its time mark | a store's |
+//! | [`PodOrdinal`] | a Kubernetes StatefulSet pod's ordinal (`web-3` is 3), plus an offset | always |
 //! | [`FixedWorkerId`] | you choose (tests, hand-assigned fleets) | always |
 //! | [`EmbeddedWorkerIdAssigner`] | one `WORKER_NODE` row per launch in a local SQLite file | `sqlite` |
 //! | [`MySqlWorkerIdAssigner`] | one `WORKER_NODE` row per launch on MySQL 5.7+/8 or MariaDB 10+ (`schema.sql`) | `mysql` |
@@ -32,6 +33,7 @@ pub(crate) mod mark;
 mod mysql;
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
 mod node;
+mod pod;
 
 #[cfg(feature = "sqlite")]
 pub use embedded::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
@@ -40,6 +42,7 @@ pub use lease::{holder_identity, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_
 pub use mysql::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SCHEMA};
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
 pub use node::{NodeType, WorkerNode};
+pub use pod::PodOrdinal;
 
 use crate::error::ConfigError;
 use crate::layout::BitsAllocator;
@@ -157,6 +160,46 @@ pub enum WorkerIdError {
         worker_bits: u32,
         /// The launches the layout allows: its worker IDs but 0 (AUTO_INCREMENT starts at 1).
         launches: u64,
+    },
+    /// No pod name was given, and none is in the environment.
+    #[error(
+        "no pod name to read a StatefulSet ordinal from: {why}; give it with \
+         PodOrdinal::pod_name (for example from the downward API's metadata.name)"
+    )]
+    NoPodName {
+        /// What was looked at.
+        why: String,
+    },
+    /// The pod name does not end in `-N`.
+    #[error(
+        "pod name {name:?} (from {from}) has no StatefulSet ordinal: a StatefulSet names its \
+         pods NAME-0, NAME-1, ..., and the worker ID is the digits after the last '-' (plus \
+         the offset)"
+    )]
+    NoPodOrdinal {
+        /// The pod name (its first DNS label).
+        name: String,
+        /// Where it came from: `HOSTNAME`, `/etc/hostname` or the name given.
+        from: String,
+    },
+    /// The pod's ordinal plus the offset is past the layout's largest worker ID.
+    #[error(
+        "pod {name:?}: ordinal {ordinal} + offset {offset} = worker ID {} exceeds \
+         max_worker_id {max_worker_id} ({worker_bits} worker bits); lower the offset, run \
+         fewer replicas, or choose a layout with more worker bits",
+        u128::from(*ordinal) + u128::from(*offset)
+    )]
+    OrdinalPastMax {
+        /// The pod name.
+        name: String,
+        /// The ordinal read from it.
+        ordinal: u64,
+        /// The offset added.
+        offset: u64,
+        /// The largest worker ID the layout holds.
+        max_worker_id: u64,
+        /// Worker bits of the layout.
+        worker_bits: u32,
     },
 }
 
