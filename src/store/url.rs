@@ -207,6 +207,10 @@ impl StoreUrl {
         if text.is_empty() {
             return Err(refuse("it is empty".into()));
         }
+        // SQLite's own non-file names: refused for what they are, before the colon rule.
+        if text == ":memory:" || text.to_ascii_lowercase().starts_with("file:") {
+            return Self::file(Path::new(text)).map_err(refuse);
+        }
         let scheme_end = text.find(':').filter(|&end| {
             end > 1
                 && text[..end]
@@ -723,8 +727,9 @@ mod tests {
         refused(&dir.display().to_string());
         refused("/no/such/folder/uidgen.sqlite3");
         refused("sqlite:/no/such/folder/uidgen.sqlite3");
-        refused(":memory:");
-        refused("sqlite::memory:");
+        assert!(refused(":memory:").contains("in-memory"));
+        assert!(refused("sqlite::memory:").contains("in-memory"));
+        assert!(refused("file:ids.db?mode=memory").contains("in-memory"));
         // Nothing was created by any of them.
         assert!(!cwd.join("mysql:u:SECRETPW@127.0.0.1").exists());
         assert!(!cwd.join("u:SECRETPW@127.0.0.1").exists());
