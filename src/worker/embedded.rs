@@ -44,9 +44,7 @@ pub use crate::store::sqlite::WORKER_DB_ENV;
 /// assigner (or hand-assigned IDs).
 ///
 /// ```
-/// use uidgen::{BitsAllocator, EmbeddedWorkerIdAssigner, WorkerIdAssigner};
-///
-/// use uidgen::Preset;
+/// use uidgen::{BitsAllocator, EmbeddedWorkerIdAssigner, Preset, WorkerIdAssigner};
 ///
 /// let dir = std::env::temp_dir().join(format!("uidgen-doc-{}", std::process::id()));
 /// let assigner = EmbeddedWorkerIdAssigner::new(dir.join("workers.sqlite3"));

@@ -41,9 +41,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// show the URL without its password.
 ///
 /// ```no_run
-/// use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, WorkerIdAssigner};
-///
-/// use uidgen::Preset;
+/// use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, Preset, WorkerIdAssigner};
 ///
 /// let assigner = MySqlWorkerIdAssigner::new("mysql://root@127.0.0.1:3306/test")?
 ///     .create_table(true);
@@ -230,7 +228,7 @@ impl MySqlWorkerIdAssigner {
                     Err(StoreError::Other {
                         store: "MySQL",
                         location: self.store.location().to_owned(),
-                        step: "assigning on a helper thread",
+                        step: "waiting for the registry on a helper thread",
                         source: "the helper thread panicked".into(),
                     }
                     .into())
