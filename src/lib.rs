@@ -7,13 +7,19 @@
 //! never repeated by one worker ID.
 //!
 //! ```
+//! # #[cfg(feature = "sqlite")] {
 //! use uidgen::{CachedUidGenerator, UidGenerator};
 //!
-//! let generator = CachedUidGenerator::builder().worker_id(42).build()?;
+//! # let dir = std::env::temp_dir().join(format!("uidgen-crate-doc-{}", std::process::id()));
+//! # std::env::set_var("UIDGEN_WORKER_DB", dir.join("workers.sqlite3"));
+//! // A worker ID leased from the embedded store (feature `sqlite`), given back on drop.
+//! let generator = CachedUidGenerator::builder().embedded()?.build()?;
 //! let id = generator.next_uid()?;
 //! let parts = generator.parse_uid(id)?;
-//! assert_eq!(parts.worker_id, 42);
-//! println!("{parts}"); // {"UID":"…","timestamp":"…","workerId":"42","sequence":"0"}
+//! println!("{parts}"); // {"UID":"…","timestamp":"…","workerId":"0","sequence":"0"}
+//! # drop(generator);
+//! # std::fs::remove_dir_all(dir).ok();
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -43,9 +49,29 @@
 //! # Worker IDs
 //!
 //! Every ID carries its worker ID, and two processes using the same worker ID at once
-//! make the same IDs. Let a registry hand them out: [`EmbeddedWorkerIdAssigner`] (feature
-//! `sqlite`: a SQLite file, one machine), [`MySqlWorkerIdAssigner`] (feature `mysql`: the
-//! `WORKER_NODE` table of UidGenerator), or [`FixedWorkerId`] for IDs you assign by hand.
+//! make the same IDs. Lease them: a builder's
+//! [`embedded()`](CachedUidGeneratorBuilder::embedded) (feature `sqlite`: a SQLite file
+//! at the user's data path, one machine) or [`store(url)`](CachedUidGeneratorBuilder::store)
+//! (MySQL, PostgreSQL, Redis, a file, or any [`LeaseStore`]) takes the lowest free worker
+//! ID in one call; the generator starts above every ID it made before, renews the
+//! lease, and gives the worker ID back when dropped, so launches never run out.
+//!
+//! ```no_run
+//! # #[cfg(feature = "postgres")] {
+//! use uidgen::{DefaultUidGenerator, UidGenerator};
+//!
+//! let generator = DefaultUidGenerator::builder()
+//!     .store("postgres://app@db.internal/ids")?
+//!     .build()?;
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! In Kubernetes, a StatefulSet pod's ordinal can be the worker ID ([`PodOrdinal`]);
+//! [`FixedWorkerId`] is one you assign by hand. UidGenerator's one `WORKER_NODE` row per
+//! launch is there too ([`EmbeddedWorkerIdAssigner`], [`MySqlWorkerIdAssigner`]): every
+//! launch uses up a worker ID, so they refuse a layout with fewer than
+//! [`MIN_ROW_PER_LAUNCH_WORKER_BITS`] worker bits unless allowed explicitly.
 //!
 //! # Layouts
 //!
@@ -102,7 +128,7 @@ pub use snowflake::{
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RollbackStrategy,
     DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
-pub use store::lease::{Acquired, LeaseRecord, LeaseRequest, LeaseStore};
+pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;
 pub use store::segment::{
@@ -121,8 +147,9 @@ pub use store::{RedisLeaseStore, RedisSegmentStore};
 pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use wait::{RejectedTake, TakeDecision, TakeRejectPolicy};
 pub use worker::{
-    holder_identity, FixedWorkerId, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerLease,
-    WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
+    holder_identity, FixedWorkerId, PodOrdinal, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
+    WorkerIdUsage, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
+    MIN_ROW_PER_LAUNCH_WORKER_BITS,
 };
 #[cfg(feature = "sqlite")]
 pub use worker::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};

@@ -5,7 +5,7 @@
 
 use std::error::Error;
 use std::time::Duration;
-use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, WorkerIdAssigner};
+use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, Preset, WorkerIdAssigner};
 
 const SECRET: &str = "SECRETPW";
 
@@ -61,7 +61,8 @@ fn everything_shown(err: &(dyn Error + 'static)) -> String {
 
 #[test]
 fn no_output_of_an_assigner_or_its_errors_shows_the_password() {
-    let bits = BitsAllocator::default();
+    // Enough worker bits for one row per launch, so each URL reaches its network error.
+    let bits = BitsAllocator::preset(Preset::UidGeneratorReadme).unwrap();
     let mut checked = 0;
     for url in urls() {
         let shown = match MySqlWorkerIdAssigner::new(&url) {
@@ -73,6 +74,11 @@ fn no_output_of_an_assigner_or_its_errors_shows_the_password() {
                     Err(err) => shown.push_str(&everything_shown(&err)),
                     Ok(assigned) => panic!("{url} assigned {assigned}"),
                 }
+                // The default layout's refusal names the registry too.
+                let refused = assigner
+                    .assign_worker_id(&BitsAllocator::default())
+                    .unwrap_err();
+                shown.push_str(&everything_shown(&refused));
                 shown
             }
         };
@@ -84,7 +90,7 @@ fn no_output_of_an_assigner_or_its_errors_shows_the_password() {
 
 #[test]
 fn the_errors_still_say_what_went_wrong() {
-    let bits = BitsAllocator::default();
+    let bits = BitsAllocator::preset(Preset::UidGeneratorReadme).unwrap();
     let closed = MySqlWorkerIdAssigner::new(&format!("mysql://u:{SECRET}@127.0.0.1:1/db"))
         .unwrap()
         .assign_worker_id(&bits)

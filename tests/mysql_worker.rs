@@ -44,9 +44,14 @@ async fn count_rows(table: &str) -> u64 {
     count.unwrap()
 }
 
+/// UidGenerator's layout: 21 worker bits, enough for one row per launch.
+fn row_per_launch_layout() -> BitsAllocator {
+    BitsAllocator::preset(Preset::UidGeneratorReadme).unwrap()
+}
+
 #[test]
 fn sixteen_assigners_started_at_once_get_distinct_ids() {
-    let bits = BitsAllocator::default();
+    let bits = row_per_launch_layout();
     let url = mysql_url();
     let start = Barrier::new(16);
     let ids: Vec<u64> = thread::scope(|s| {
@@ -73,7 +78,8 @@ async fn an_auto_increment_past_max_worker_id_is_an_overflow_error_and_the_row_s
         .unwrap()
         .table(&table)
         .unwrap()
-        .create_table(true);
+        .create_table(true)
+        .allow_small_worker_space(true);
     assert!(assigner.assign(&snowflake).await.unwrap().worker_id < 1023);
     sql(format!("ALTER TABLE {table} AUTO_INCREMENT = 1024")).await;
     let err = assigner.assign(&snowflake).await.unwrap_err();
@@ -91,7 +97,7 @@ async fn the_async_and_blocking_apis_both_work_inside_a_runtime() {
     let assigner = MySqlWorkerIdAssigner::new(&mysql_url())
         .unwrap()
         .create_table(true);
-    let bits = BitsAllocator::default();
+    let bits = row_per_launch_layout();
     let a = assigner.assign(&bits).await.unwrap().worker_id;
     // The blocking wrapper must not panic inside a runtime (it runs its own elsewhere).
     let b = assigner.assign_worker_id(&bits).unwrap().worker_id;
@@ -104,7 +110,7 @@ fn a_missing_table_says_to_run_schema_sql_or_create_it() {
         .unwrap()
         .table(&own_table("MISSING"))
         .unwrap()
-        .assign_worker_id(&BitsAllocator::default())
+        .assign_worker_id(&row_per_launch_layout())
         .unwrap_err();
     assert!(
         matches!(err, WorkerIdError::Store(StoreError::MissingTable { .. })),
@@ -122,7 +128,7 @@ fn wrong_credentials_say_so() {
     let url = mysql_url().replacen("://root@", "://uidgen_no_such_user:wrong@", 1);
     let err = MySqlWorkerIdAssigner::new(&url)
         .unwrap()
-        .assign_worker_id(&BitsAllocator::default())
+        .assign_worker_id(&row_per_launch_layout())
         .unwrap_err();
     assert!(
         matches!(err, WorkerIdError::Store(StoreError::AccessDenied { .. })),
@@ -142,7 +148,7 @@ fn a_port_with_nothing_behind_it_is_a_prompt_error_naming_host_and_port() {
     let start = Instant::now();
     let err = MySqlWorkerIdAssigner::new(&format!("mysql://root@127.0.0.1:{port}/test"))
         .unwrap()
-        .assign_worker_id(&BitsAllocator::default())
+        .assign_worker_id(&row_per_launch_layout())
         .unwrap_err();
     assert!(
         start.elapsed() < Duration::from_secs(5),
@@ -168,7 +174,7 @@ fn a_server_that_never_answers_times_out_within_the_bound() {
     let err = MySqlWorkerIdAssigner::new(&format!("mysql://root@127.0.0.1:{port}/test"))
         .unwrap()
         .timeout(Duration::from_millis(300))
-        .assign_worker_id(&BitsAllocator::default())
+        .assign_worker_id(&row_per_launch_layout())
         .unwrap_err();
     let waited = start.elapsed();
     assert!(
@@ -209,4 +215,67 @@ fn a_malformed_url_is_named_in_the_error() {
         .table("WORKER_NODE; DROP TABLE x")
         .unwrap_err();
     assert!(matches!(err, WorkerIdError::InvalidTableName(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_small_layout_is_refused_before_any_row_and_usage_counts_the_rows() {
+    let table = own_table("GUARD");
+    let assigner = MySqlWorkerIdAssigner::new(&mysql_url())
+        .unwrap()
+        .table(&table)
+        .unwrap()
+        .create_table(true);
+    let default = BitsAllocator::default();
+    for err in [
+        assigner.assign(&default).await.unwrap_err(),
+        assigner.assign_worker_id(&default).unwrap_err(),
+        assigner.check_layout(&default).unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                err,
+                WorkerIdError::SmallWorkerSpace {
+                    worker_bits: 10,
+                    launches: 1023,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let message = err.to_string();
+        for part in [
+            &table,
+            "10 worker bits",
+            "allows 1023 launches in all",
+            ".store(url)",
+            ".allow_small_worker_space(true)",
+        ] {
+            assert!(message.contains(part), "{part:?} missing from: {message}");
+        }
+    }
+    // Refused before connecting: the table was not even created.
+    let missing = assigner.usage(&default).await.unwrap_err();
+    assert!(
+        matches!(
+            missing,
+            WorkerIdError::Store(StoreError::MissingTable { .. })
+        ),
+        "{missing}"
+    );
+
+    // UidGenerator's layout works as before; the usage counts its rows.
+    let bits = row_per_launch_layout();
+    let first = assigner.assign(&bits).await.unwrap().worker_id;
+    let usage = assigner.usage(&bits).await.unwrap();
+    assert_eq!((usage.used, usage.reused), (first, false));
+    assert_eq!(usage.used + usage.remaining, (1 << 21) - 1);
+    // Asked for explicitly, the small layout is allowed.
+    let allowed = assigner.clone().allow_small_worker_space(true);
+    let second = allowed.assign(&default).await.unwrap().worker_id;
+    assert!(second > first);
+    let usage = assigner.usage_blocking(&default).unwrap();
+    assert_eq!((usage.used, usage.remaining), (second, 1023 - second));
+    let rows = count_rows(&table).await;
+    sql(format!("DROP TABLE {table}")).await;
+    assert_eq!(rows, 2, "no row for the refused launches");
 }

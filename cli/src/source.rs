@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use uidgen::{
     BitsAllocator, EmbeddedWorkerIdAssigner, FixedWorkerId, LeaseStore, SegmentStore, StoreUrl,
-    WorkerAssignment, WorkerIdAssigner, WorkerLease,
+    WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerIdUsage, WorkerLease,
 };
 
 pub(crate) const MYSQL_URL_ENV: &str = "UIDGEN_MYSQL_URL";
@@ -157,14 +157,33 @@ impl Source {
 
     /// Checks what can be checked without taking an ID (for `next -n 0`).
     pub(crate) fn check(&self, bits: &BitsAllocator) -> Result<(), Failure> {
-        if let Source::Lease {
-            worker_id: Some(id),
-            ..
-        } = self
-        {
-            FixedWorkerId(*id).assign_worker_id(bits)?;
+        match self {
+            Source::Lease {
+                worker_id: Some(id),
+                ..
+            } => {
+                FixedWorkerId(*id).assign_worker_id(bits)?;
+            }
+            Source::MySql { url, .. } => check_mysql_layout(url, bits)?,
+            Source::Lease { .. } => {}
         }
         Ok(())
+    }
+
+    /// `worker list` for UidGenerator's WORKER_NODE registry (`--mysql-url`): the
+    /// registry and its usage (rows used, launches left); `None` for a lease store.
+    pub(crate) fn registry_usage(
+        &self,
+        bits: &BitsAllocator,
+    ) -> Result<Option<(String, WorkerIdUsage)>, Failure> {
+        match self {
+            Source::MySql {
+                url,
+                create_table,
+                timeout,
+            } => mysql_usage(url, *create_table, *timeout, bits).map(Some),
+            Source::Lease { .. } => Ok(None),
+        }
     }
 
     /// Takes the worker ID: a lease (given back when dropped), or a WORKER_NODE row.
@@ -259,6 +278,23 @@ fn join_and(items: &[&str]) -> String {
     }
 }
 
+/// `--mysql-url`'s registry. The layout guard is the library's: a layout with fewer than
+/// 16 worker bits is refused, since every run of the command is a launch that uses up a
+/// worker ID (the command has no opt-in: a run a minute would use up the default
+/// layout's in a day).
+#[cfg(feature = "mysql")]
+fn mysql_registry(
+    url: &str,
+    create_table: bool,
+    timeout: Option<Duration>,
+) -> Result<uidgen::MySqlWorkerIdAssigner, Failure> {
+    let mut assigner = uidgen::MySqlWorkerIdAssigner::new(url)?.create_table(create_table);
+    if let Some(timeout) = timeout {
+        assigner = assigner.timeout(timeout);
+    }
+    Ok(assigner)
+}
+
 #[cfg(feature = "mysql")]
 fn assign_from_mysql(
     url: &str,
@@ -266,11 +302,57 @@ fn assign_from_mysql(
     timeout: Option<Duration>,
     bits: &BitsAllocator,
 ) -> Result<WorkerAssignment, Failure> {
-    let mut assigner = uidgen::MySqlWorkerIdAssigner::new(url)?.create_table(create_table);
-    if let Some(timeout) = timeout {
-        assigner = assigner.timeout(timeout);
+    mysql_registry(url, create_table, timeout)?
+        .assign_worker_id(bits)
+        .map_err(in_cli_words)
+}
+
+#[cfg(feature = "mysql")]
+fn check_mysql_layout(url: &str, bits: &BitsAllocator) -> Result<(), Failure> {
+    mysql_registry(url, false, None)?
+        .check_layout(bits)
+        .map_err(in_cli_words)
+}
+
+#[cfg(feature = "mysql")]
+fn mysql_usage(
+    url: &str,
+    create_table: bool,
+    timeout: Option<Duration>,
+    bits: &BitsAllocator,
+) -> Result<(String, WorkerIdUsage), Failure> {
+    let registry = mysql_registry(url, create_table, timeout)?;
+    let usage = registry.usage_blocking(bits)?;
+    Ok((format!("{} (WORKER_NODE)", registry.location()), usage))
+}
+
+/// The library's refusal of a small layout, said with the command's options.
+#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+fn in_cli_words(err: WorkerIdError) -> Failure {
+    match err {
+        WorkerIdError::SmallWorkerSpace {
+            worker_bits,
+            launches,
+            ..
+        } => Failure::msg(format!(
+            "--mysql-url (or {MYSQL_URL_ENV}) takes a new WORKER_NODE row, and worker ID, on \
+             every run and never reuses one, and the layout has {worker_bits} worker bits: \
+             that allows {launches} runs in all, after which no run can start. Keep leases \
+             on the same server instead with --store mysql://... (a released worker ID is \
+             reused above its time mark, so runs never run out), or give a layout with at \
+             least {} worker bits (--layout uidgenerator-readme has 21)",
+            uidgen::MIN_ROW_PER_LAUNCH_WORKER_BITS
+        )),
+        other => other.into(),
     }
-    Ok(assigner.assign_worker_id(bits)?)
+}
+
+#[cfg(not(feature = "mysql"))]
+fn no_mysql() -> Failure {
+    Failure::msg(format!(
+        "this uidgen was built without MySQL support: rebuild it with --features mysql, or \
+         leave out --mysql-url and unset {MYSQL_URL_ENV} to use the embedded registry"
+    ))
 }
 
 #[cfg(not(feature = "mysql"))]
@@ -280,10 +362,32 @@ fn assign_from_mysql(
     _: Option<Duration>,
     _: &BitsAllocator,
 ) -> Result<WorkerAssignment, Failure> {
-    Err(Failure::msg(format!(
-        "this uidgen was built without MySQL support: rebuild it with --features mysql, or \
-         leave out --mysql-url and unset {MYSQL_URL_ENV} to use the embedded registry"
-    )))
+    Err(no_mysql())
+}
+
+#[cfg(not(feature = "mysql"))]
+fn check_mysql_layout(_: &str, _: &BitsAllocator) -> Result<(), Failure> {
+    Ok(())
+}
+
+#[cfg(not(feature = "mysql"))]
+fn mysql_usage(
+    _: &str,
+    _: bool,
+    _: Option<Duration>,
+    _: &BitsAllocator,
+) -> Result<(String, WorkerIdUsage), Failure> {
+    Err(no_mysql())
+}
+
+/// `worker list --json`'s account of a layout's worker IDs.
+pub(crate) fn usage_json(usage: &WorkerIdUsage) -> serde_json::Value {
+    serde_json::json!({
+        "used": usage.used,
+        "remaining": usage.remaining,
+        "max_worker_id": usage.max_worker_id,
+        "reused": usage.reused,
+    })
 }
 
 impl Clone for StoreChoice {

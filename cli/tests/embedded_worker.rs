@@ -78,6 +78,14 @@ fn launches_reuse_the_lowest_free_worker_id_and_never_repeat() {
         .find(|l| l.trim_start().starts_with("0 "))
         .expect(&list);
     assert!(row.contains("free"), "{list}");
+    // And how much of the layout's worker IDs is held: none, after the runs.
+    assert!(
+        list.contains(
+            "layout 40/10/13 ms epoch 2026-01-01 00:00:00: 0 of 1024 worker IDs held by \
+             live leases, 1024 free"
+        ),
+        "{list}"
+    );
 }
 
 #[test]

@@ -50,8 +50,10 @@ const PASSWORD_URLS: [&str; 6] = [
 fn case1_no_password_is_printed_by_flag_or_environment_at_any_log_level() {
     for url in PASSWORD_URLS {
         for rust_log in [None, Some("trace")] {
-            let mut by_flag = uidgen(&["worker", "--mysql-url", url]);
-            let mut by_env = uidgen(&["worker"]);
+            // UidGenerator's layout: one WORKER_NODE row per run needs its 21 worker bits.
+            let layout = ["--layout", "uidgenerator-readme"];
+            let mut by_flag = uidgen(&[&["worker", "--mysql-url", url][..], &layout].concat());
+            let mut by_env = uidgen(&[&["worker"][..], &layout].concat());
             by_env.env("UIDGEN_MYSQL_URL", url);
             for cmd in [&mut by_flag, &mut by_env] {
                 if let Some(level) = rust_log {
@@ -701,9 +703,24 @@ fn case9_next_with_zero_ids_takes_no_worker_id() {
         "0",
         "--mysql-url",
         "mysql://root@db.example.com/t",
+        "--layout",
+        "uidgenerator-readme",
     ]);
     assert_eq!(success_stdout(&out), "");
     assert!(start.elapsed() < Duration::from_secs(2));
+    if cfg!(feature = "mysql") {
+        // But a layout too small for one WORKER_NODE row per run is refused, as a run
+        // taking IDs would be.
+        let out = run(&[
+            "next",
+            "-n",
+            "0",
+            "--mysql-url",
+            "mysql://root@db.example.com/t",
+        ]);
+        assert_fails_with(&out, 1, &["10 worker bits", "1023 runs"]);
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
 
     // The settings are still checked.
     let out = run(&["next", "-n", "0", "--worker-id", "1048576"]);

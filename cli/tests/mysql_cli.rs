@@ -5,7 +5,11 @@ mod common;
 
 use common::printed_ids;
 use std::collections::{HashMap, HashSet};
-use uidgen::BitsAllocator;
+use uidgen::{BitsAllocator, Preset};
+
+/// One WORKER_NODE row per run needs a layout with enough worker bits: UidGenerator's
+/// 29/21/13 (the default's 10 are refused; see `a_layout_too_small_for_a_row_per_run_is_refused`).
+const LAYOUT: &str = "uidgenerator-readme";
 
 fn mysql_url() -> String {
     std::env::var("UIDGEN_MYSQL_URL")
@@ -26,12 +30,14 @@ fn eight_processes_started_at_once_print_800k_distinct_ids() {
                 "--mysql-url",
                 &url,
                 "--create-table",
+                "--layout",
+                LAYOUT,
             ])
             .spawn()
             .unwrap()
         })
         .collect();
-    let bits = BitsAllocator::default();
+    let bits = BitsAllocator::preset(Preset::UidGeneratorReadme).unwrap();
     let mut all = HashSet::new();
     let mut workers = HashMap::new();
     for child in children {
@@ -49,6 +55,94 @@ fn eight_processes_started_at_once_print_800k_distinct_ids() {
         all.extend(ids);
     }
     assert_eq!(all.len(), 800_000);
+}
+
+#[test]
+fn a_layout_too_small_for_a_row_per_run_is_refused_before_connecting() {
+    // Nothing listens at port 1: the refusal comes before any connection.
+    for args in [
+        &["next", "--mysql-url", "mysql://u:SECRETPW@127.0.0.1:1/db"][..],
+        &["worker", "--mysql-url", "mysql://u:SECRETPW@127.0.0.1:1/db"],
+        &[
+            "next",
+            "--mysql-url",
+            "mysql://u:SECRETPW@127.0.0.1:1/db",
+            "--layout",
+            "snowflake",
+        ],
+    ] {
+        let out = common::output(&mut common::uidgen(args));
+        common::assert_fails_with(
+            &out,
+            1,
+            &[
+                "--mysql-url",
+                "never reuses one",
+                "10 worker bits",
+                "that allows 1023 runs in all",
+                "--store mysql://",
+                "--layout uidgenerator-readme",
+            ],
+        );
+        assert!(!common::stderr_of(&out).contains("cannot reach"));
+        common::assert_no_secret(&out);
+    }
+}
+
+#[test]
+fn worker_list_shows_the_rows_used_and_the_runs_left() {
+    let url = mysql_url();
+    let assigned = |out: &std::process::Output| -> u64 {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let value: serde_json::Value = serde_json::from_str(text.trim()).expect(&text);
+        value["worker_id"].as_u64().expect(&text)
+    };
+    let out = common::output(&mut common::uidgen(&[
+        "worker",
+        "--json",
+        "--mysql-url",
+        &url,
+        "--create-table",
+        "--layout",
+        LAYOUT,
+    ]));
+    let taken = assigned(&out);
+    let out = common::output(&mut common::uidgen(&[
+        "worker",
+        "list",
+        "--json",
+        "--mysql-url",
+        &url,
+        "--layout",
+        LAYOUT,
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", common::stderr_of(&out));
+    let value: serde_json::Value = serde_json::from_str(text.trim()).expect(&text);
+    let used = value["worker_ids"]["used"].as_u64().expect(&text);
+    let remaining = value["worker_ids"]["remaining"].as_u64().expect(&text);
+    assert!(used >= taken, "{text}");
+    assert_eq!(used + remaining, (1 << 21) - 1, "{text}");
+    assert_eq!(value["worker_ids"]["reused"], false, "{text}");
+    assert!(
+        value["registry"].as_str().unwrap().contains("WORKER_NODE"),
+        "{text}"
+    );
+
+    let out = common::output(&mut common::uidgen(&[
+        "worker",
+        "list",
+        "--mysql-url",
+        &url,
+        "--layout",
+        LAYOUT,
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", common::stderr_of(&out));
+    assert!(
+        text.contains("worker IDs used") && text.contains("launches left"),
+        "{text}"
+    );
 }
 
 // Issue 12 cases that need a server (or a name server that never answers). ------------
@@ -95,8 +189,8 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 fn case1_a_wrong_password_at_a_real_server_is_never_printed() {
     let url = format!("mysql://uidgen_nobody:SECRETPW@{}/test", server_address());
     for rust_log in ["warn", "trace"] {
-        let mut by_flag = common::uidgen(&["worker", "--mysql-url", &url]);
-        let mut by_env = common::uidgen(&["next"]);
+        let mut by_flag = common::uidgen(&["worker", "--mysql-url", &url, "--layout", LAYOUT]);
+        let mut by_env = common::uidgen(&["next", "--layout", LAYOUT]);
         by_env.env("UIDGEN_MYSQL_URL", &url);
         for cmd in [&mut by_flag, &mut by_env] {
             cmd.env("RUST_LOG", rust_log);
@@ -120,7 +214,7 @@ fn case8_no_access_to_the_database_is_not_called_a_wrong_password() {
         "mysql://uidgen_noaccess:SECRETPW@{}/uidgen_cli_private",
         server_address()
     );
-    let mut cmd = common::uidgen(&["worker", "--mysql-url", &url]);
+    let mut cmd = common::uidgen(&["worker", "--mysql-url", &url, "--layout", LAYOUT]);
     cmd.env("RUST_LOG", "trace");
     let out = common::output(&mut cmd);
     common::assert_fails_with(
@@ -154,6 +248,8 @@ fn case8_a_table_locked_by_lock_tables_is_a_timeout_naming_the_step() {
         &url,
         "--mysql-timeout",
         "1",
+        "--layout",
+        LAYOUT,
     ]));
     let took = start.elapsed();
     {
@@ -181,6 +277,8 @@ fn case8_nothing_listening_is_cannot_reach() {
         "worker",
         "--mysql-url",
         "mysql://u:SECRETPW@127.0.0.1:1/db",
+        "--layout",
+        LAYOUT,
     ]));
     common::assert_fails_with(&out, 1, &["cannot reach the MySQL server at 127.0.0.1:1"]);
     common::assert_no_secret(&out);
@@ -252,6 +350,8 @@ fn case3_a_name_server_that_never_answers_is_bounded_by_the_default_5s() {
         "worker",
         "--mysql-url",
         "mysql://root@db.example.com/t",
+        "--layout",
+        LAYOUT,
     ]);
     common::clean(&mut cmd);
     let start = std::time::Instant::now();

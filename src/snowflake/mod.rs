@@ -87,7 +87,8 @@ impl GeneratorBase {
                     first: "lease",
                     second: "allocator",
                     why: "the lease was taken for another layout; acquire it with the \
-                          generator's layout",
+                          generator's layout (set .allocator(..) before .store(..) or \
+                          .embedded(), which lease for the layout set so far)",
                 });
             }
         }
@@ -149,6 +150,81 @@ macro_rules! base_builder_methods {
             self.base.worker_id = lease.worker_id();
             self.base.lease = Some(lease);
             self
+        }
+
+        /// Leases the lowest free worker ID from `store` now, for the layout set so far
+        /// (so set [`allocator`](Self::allocator) first): the generator starts above the
+        /// worker ID's time mark, renews the lease in the background, and gives the
+        /// worker ID back when dropped, for the next process to reuse. So launches never
+        /// run out of worker IDs, and the layout's only need to cover the processes
+        /// running at once.
+        ///
+        /// `store` is a store URL (`"mysql://user:pw@host/db"`, `"postgres://…"`,
+        /// `"redis://…"`, a SQLite file path: any form [`StoreUrl`](crate::StoreUrl)
+        /// reads), a parsed `StoreUrl`, or a store value
+        /// ([`LeaseStore`](crate::LeaseStore)). Leases last 30 s unless renewed; for other
+        /// settings, or a worker ID of your choosing, build a
+        /// [`WorkerLease`](crate::WorkerLease) and give it to [`lease`](Self::lease).
+        /// Errors name the store: a URL that cannot be read, a store that cannot be
+        /// reached, or every worker ID of the layout leased by a live holder.
+        ///
+        /// ```no_run
+        /// # #[cfg(feature = "mysql")] {
+        /// use uidgen::{CachedUidGenerator, UidGenerator};
+        ///
+        /// let generator = CachedUidGenerator::builder()
+        ///     .store("mysql://app:secret@db.internal:3306/ids")?
+        ///     .build()?;
+        /// println!("{}", generator.next_uid()?);
+        /// # }
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn store(
+            self,
+            store: impl $crate::IntoLeaseStore,
+        ) -> Result<Self, $crate::WorkerIdError> {
+            let store = store.into_lease_store()?;
+            let lease = $crate::WorkerLease::builder(store).acquire(&self.base.bits)?;
+            Ok(self.lease(lease))
+        }
+
+        /// [`store`](Self::store) on the embedded store at its default place: the SQLite
+        /// file `$UIDGEN_WORKER_DB`, or else `uidgen/workers.sqlite3` under the user's
+        /// data directory (`~/.local/share` on Linux), which the `uidgen` command line
+        /// uses too. One machine, no server (feature `sqlite`).
+        ///
+        /// ```
+        /// use uidgen::{CachedUidGenerator, UidGenerator};
+        ///
+        /// # let dir = tempfile_dir();
+        /// # std::env::set_var("UIDGEN_WORKER_DB", dir.join("workers.sqlite3"));
+        /// let generator = CachedUidGenerator::builder().embedded()?.build()?;
+        /// let id = generator.next_uid()?;
+        /// # assert_eq!(generator.parse_uid(id)?.worker_id, 0, "the lowest free worker ID");
+        /// # drop(generator);
+        /// # std::fs::remove_dir_all(dir).ok();
+        /// # fn tempfile_dir() -> std::path::PathBuf {
+        /// #     let dir = std::env::temp_dir().join(format!("uidgen-embedded-doc-{}", std::process::id()));
+        /// #     std::fs::create_dir_all(&dir).unwrap();
+        /// #     dir
+        /// # }
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        #[cfg(feature = "sqlite")]
+        pub fn embedded(self) -> Result<Self, $crate::WorkerIdError> {
+            self.store($crate::StoreUrl::embedded()?)
+        }
+
+        /// The worker ID `assigner` hands out for the layout set so far (so set
+        /// [`allocator`](Self::allocator) first), kept as a fixed one (see
+        /// [`worker_id`](Self::worker_id)): a [`PodOrdinal`](crate::PodOrdinal), a
+        /// [`FixedWorkerId`](crate::FixedWorkerId), or a one-row-per-launch registry.
+        pub fn worker_id_from(
+            self,
+            assigner: &dyn $crate::WorkerIdAssigner,
+        ) -> Result<Self, $crate::WorkerIdError> {
+            let assigned = assigner.assign_worker_id(&self.base.bits)?;
+            Ok(self.worker_id(assigned.worker_id))
         }
 
         /// The clock (default: the system clock).

@@ -156,6 +156,52 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Box<S> {
     }
 }
 
+/// Where a generator's builder leases its worker ID from
+/// ([`store`](crate::CachedUidGeneratorBuilder::store)): a store URL in any form
+/// [`StoreUrl`](super::StoreUrl) reads (`&str`, `String`, or a parsed `StoreUrl`), or a
+/// store value (anything that implements [`LeaseStore`], boxed ones included).
+pub trait IntoLeaseStore {
+    /// Opens the lease store (a network store connects on its first step, not here); a
+    /// URL that cannot be read is an error naming the forms accepted.
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError>;
+}
+
+impl<S: LeaseStore> IntoLeaseStore for S {
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
+        Ok(Box::new(self))
+    }
+}
+
+impl IntoLeaseStore for super::StoreUrl {
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
+        self.lease_store()
+    }
+}
+
+impl IntoLeaseStore for &super::StoreUrl {
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
+        self.lease_store()
+    }
+}
+
+impl IntoLeaseStore for &str {
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
+        super::StoreUrl::parse(self)?.lease_store()
+    }
+}
+
+impl IntoLeaseStore for String {
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
+        self.as_str().into_lease_store()
+    }
+}
+
+impl IntoLeaseStore for &String {
+    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
+        self.as_str().into_lease_store()
+    }
+}
+
 /// One engine's primitive lease steps, each atomic on the store; [`acquire`] is the one
 /// algorithm over them, the same on every engine (sqlx's `Migrate` and `Migrator` split).
 #[cfg_attr(

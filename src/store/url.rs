@@ -261,6 +261,17 @@ impl StoreUrl {
         })
     }
 
+    /// The embedded store at its default place: the SQLite file named by
+    /// `$UIDGEN_WORKER_DB`, or else `uidgen/workers.sqlite3` under the user's data
+    /// directory (`~/.local/share` on Linux), created with its folder when first used.
+    /// The `uidgen` command line keeps its leases there too, so the library and the CLI
+    /// of one machine share its worker IDs. An error says to set `UIDGEN_WORKER_DB` when
+    /// no data directory is known.
+    #[cfg(feature = "sqlite")]
+    pub fn embedded() -> Result<Self, StoreError> {
+        Self::sqlite(super::sqlite::at_default_path()?)
+    }
+
     /// A plain path: a file in an existing folder, and no character a URL has.
     fn plain_path(text: &str) -> Result<Self, String> {
         if let Some(c) = text.chars().find(|c| matches!(c, ':' | '@')) {

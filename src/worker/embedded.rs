@@ -1,7 +1,10 @@
 //! The embedded default: `WORKER_NODE` in a local SQLite file, so one machine needs no
 //! server.
 
-use super::{check_fits, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerNode};
+use super::{
+    check_launch, check_worker_space, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
+    WorkerIdUsage, WorkerNode,
+};
 use crate::layout::BitsAllocator;
 use crate::store::sqlite;
 use crate::store::StoreError;
@@ -21,10 +24,18 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS WORKER_NODE (
     CREATED     TEXT    NOT NULL
 )";
 
-/// Environment variable that overrides the default database path.
-pub const WORKER_DB_ENV: &str = "UIDGEN_WORKER_DB";
+pub use crate::store::sqlite::WORKER_DB_ENV;
 
-/// `WORKER_NODE` in a SQLite file: a new worker ID per launch with no server.
+/// `WORKER_NODE` in a SQLite file: a new worker ID per launch with no server
+/// (UidGenerator's mode). For worker IDs that never run out, lease them instead: a
+/// generator builder's `.embedded()` keeps leases in the same file.
+///
+/// Every launch uses up a worker ID for good, so the layout must have enough worker
+/// bits for every launch there will ever be: a layout with fewer than
+/// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) (16) is
+/// refused, naming the launches it allows, unless
+/// [`allow_small_worker_space(true)`](Self::allow_small_worker_space); a warning is
+/// logged once 90% of the layout's worker IDs are used.
 ///
 /// Safe when several processes start at once: each assignment is one `BEGIN IMMEDIATE`
 /// transaction, and a process that finds the file locked waits (up to `busy_timeout`,
@@ -33,13 +44,18 @@ pub const WORKER_DB_ENV: &str = "UIDGEN_WORKER_DB";
 /// assigner (or hand-assigned IDs).
 ///
 /// ```
-/// use uidgen::{BitsAllocator, EmbeddedWorkerIdAssigner, WorkerIdAssigner};
+/// use uidgen::{BitsAllocator, EmbeddedWorkerIdAssigner, Preset, WorkerIdAssigner};
 ///
 /// let dir = std::env::temp_dir().join(format!("uidgen-doc-{}", std::process::id()));
 /// let assigner = EmbeddedWorkerIdAssigner::new(dir.join("workers.sqlite3"));
-/// let first = assigner.assign_worker_id(&BitsAllocator::default())?;
-/// let second = assigner.assign_worker_id(&BitsAllocator::default())?;
+/// let bits = BitsAllocator::preset(Preset::UidGeneratorReadme)?; // 21 worker bits
+/// let first = assigner.assign_worker_id(&bits)?;
+/// let second = assigner.assign_worker_id(&bits)?;
 /// assert!(second.worker_id > first.worker_id);
+///
+/// // The default layout's 10 worker bits would last 1023 launches: refused.
+/// let err = assigner.assign_worker_id(&BitsAllocator::default()).unwrap_err();
+/// assert!(err.to_string().contains("1023 launches"));
 /// # std::fs::remove_dir_all(dir).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -48,6 +64,7 @@ pub struct EmbeddedWorkerIdAssigner {
     path: PathBuf,
     node: WorkerNode,
     busy_timeout: Duration,
+    allow_small_worker_space: bool,
 }
 
 impl EmbeddedWorkerIdAssigner {
@@ -60,30 +77,19 @@ impl EmbeddedWorkerIdAssigner {
             path: path.into(),
             node: WorkerNode::from_env(),
             busy_timeout: Duration::from_secs(10),
+            allow_small_worker_space: false,
         }
     }
 
     /// The registry at `$UIDGEN_WORKER_DB`, or else `uidgen/workers.sqlite3` under the
     /// user's data directory (`~/.local/share` on Linux).
     pub fn at_default_path() -> Result<Self, WorkerIdError> {
-        Self::default_path().map(Self::new).ok_or_else(|| {
-            StoreError::File {
-                path: "(none)".into(),
-                problem: format!(
-                    "no data directory is known for this user; set {WORKER_DB_ENV} to a file path"
-                ),
-                source: None,
-            }
-            .into()
-        })
+        Ok(Self::new(sqlite::at_default_path()?))
     }
 
     /// Where [`at_default_path`](Self::at_default_path) puts the file, if anywhere.
     pub fn default_path() -> Option<PathBuf> {
-        match std::env::var_os(WORKER_DB_ENV) {
-            Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-            _ => dirs::data_dir().map(|dir| dir.join("uidgen").join("workers.sqlite3")),
-        }
+        sqlite::default_path()
     }
 
     /// The row this launch inserts (default: [`WorkerNode::from_env`]).
@@ -100,9 +106,60 @@ impl EmbeddedWorkerIdAssigner {
         self
     }
 
+    /// Accept a layout with fewer than
+    /// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) worker
+    /// bits (default: refused), knowing that the registry then stops after
+    /// `2^worker_bits - 1` launches in all.
+    #[must_use]
+    pub fn allow_small_worker_space(mut self, allow: bool) -> Self {
+        self.allow_small_worker_space = allow;
+        self
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The registry, for messages.
+    fn describe(&self) -> String {
+        format!(
+            "the embedded registry {} (WORKER_NODE)",
+            self.path.display()
+        )
+    }
+
+    /// How many of `bits`' worker IDs the registry has handed out (every ID up to the
+    /// largest it ever gave, deleted rows included), and how many launches are left. A
+    /// file or table that does not exist yet has used none.
+    pub fn usage(&self, bits: &BitsAllocator) -> Result<WorkerIdUsage, WorkerIdError> {
+        let failed = |e| sqlite::failed(&self.path, "reading WORKER_NODE's counter", e);
+        if !self.path.exists() {
+            sqlite::check_path(&self.path)?;
+            return Ok(WorkerIdUsage::of_launches(0, bits));
+        }
+        let conn = sqlite::open(&self.path, self.busy_timeout)?;
+        let has_counter: bool = conn
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM sqlite_master WHERE name = 'sqlite_sequence'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(failed)?;
+        let highest: i64 = if has_counter {
+            conn.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'WORKER_NODE'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(failed)?
+        } else {
+            0
+        };
+        Ok(WorkerIdUsage::of_launches(
+            u64::try_from(highest).unwrap_or(0),
+            bits,
+        ))
     }
 
     fn insert_row(&self) -> Result<i64, StoreError> {
@@ -148,6 +205,7 @@ impl EmbeddedWorkerIdAssigner {
 
 impl WorkerIdAssigner for EmbeddedWorkerIdAssigner {
     fn assign_worker_id(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, WorkerIdError> {
+        check_worker_space(bits, self.allow_small_worker_space, &self.describe())?;
         let id = self.insert_row()?;
         // AUTOINCREMENT IDs start at 1 and are positive.
         let worker_id = u64::try_from(id).unwrap_or(u64::MAX);
@@ -155,7 +213,7 @@ impl WorkerIdAssigner for EmbeddedWorkerIdAssigner {
             "the embedded registry {} (WORKER_NODE row {id})",
             self.path.display()
         );
-        check_fits(worker_id, bits, &source)?;
+        check_launch(worker_id, bits, &source)?;
         Ok(WorkerAssignment { worker_id, source })
     }
 }

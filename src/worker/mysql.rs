@@ -1,6 +1,9 @@
 //! `WORKER_NODE` on MySQL or MariaDB, through `mysql_async` on tokio.
 
-use super::{check_fits, WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerNode};
+use super::{
+    check_launch, check_worker_space, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
+    WorkerIdUsage, WorkerNode,
+};
 use crate::layout::BitsAllocator;
 use crate::store::mysql::MySqlStore;
 use crate::store::StoreError;
@@ -19,7 +22,16 @@ pub const DEFAULT_TABLE: &str = "WORKER_NODE";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Assigns worker IDs from a `WORKER_NODE` table on MySQL 5.7+/8 or MariaDB 10+: each
-/// launch inserts a row and takes its AUTO_INCREMENT id, so IDs are never reused.
+/// launch inserts a row and takes its AUTO_INCREMENT id, so IDs are never reused
+/// (UidGenerator's mode). For worker IDs that never run out, lease them instead: a
+/// generator builder's `.store("mysql://…")` keeps leases in `WORKER_LEASE`.
+///
+/// Every launch of the whole fleet uses up a worker ID for good, so the layout must have
+/// enough worker bits for every launch there will ever be: a layout with fewer than
+/// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) (16) is
+/// refused before any row is inserted, naming the launches it allows, unless
+/// [`allow_small_worker_space(true)`](Self::allow_small_worker_space); a warning is
+/// logged once 90% of the layout's worker IDs are used.
 ///
 /// [`assign`](Self::assign) is async; [`WorkerIdAssigner::assign_worker_id`] wraps it for
 /// code without a runtime (it runs its own, on a helper thread, so it also works when
@@ -29,11 +41,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// show the URL without its password.
 ///
 /// ```no_run
-/// use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, WorkerIdAssigner};
+/// use uidgen::{BitsAllocator, MySqlWorkerIdAssigner, Preset, WorkerIdAssigner};
 ///
 /// let assigner = MySqlWorkerIdAssigner::new("mysql://root@127.0.0.1:3306/test")?
 ///     .create_table(true);
-/// let assigned = assigner.assign_worker_id(&BitsAllocator::default())?;
+/// let bits = BitsAllocator::preset(Preset::UidGeneratorReadme)?; // 21 worker bits
+/// let assigned = assigner.assign_worker_id(&bits)?;
 /// println!("{assigned}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -43,6 +56,7 @@ pub struct MySqlWorkerIdAssigner {
     table: String,
     create_table: bool,
     node: WorkerNode,
+    allow_small_worker_space: bool,
 }
 
 impl MySqlWorkerIdAssigner {
@@ -54,6 +68,7 @@ impl MySqlWorkerIdAssigner {
             table: DEFAULT_TABLE.into(),
             create_table: false,
             node: WorkerNode::from_env(),
+            allow_small_worker_space: false,
         })
     }
 
@@ -87,20 +102,69 @@ impl MySqlWorkerIdAssigner {
         self
     }
 
+    /// Accept a layout with fewer than
+    /// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) worker
+    /// bits (default: refused), knowing that the fleet then stops after
+    /// `2^worker_bits - 1` launches in all.
+    #[must_use]
+    pub fn allow_small_worker_space(mut self, allow: bool) -> Self {
+        self.allow_small_worker_space = allow;
+        self
+    }
+
     /// The database, without its password.
     pub fn location(&self) -> &str {
         self.store.location()
     }
 
-    /// Inserts this launch's row and returns its ID, checked against `bits`.
+    /// The registry, for messages.
+    fn describe(&self) -> String {
+        format!("the registry {} ({})", self.store.location(), self.table)
+    }
+
+    /// The guard alone, without connecting: whether [`assign`](Self::assign) would
+    /// accept `bits` (see [`allow_small_worker_space`](Self::allow_small_worker_space)).
+    pub fn check_layout(&self, bits: &BitsAllocator) -> Result<(), WorkerIdError> {
+        check_worker_space(bits, self.allow_small_worker_space, &self.describe())
+    }
+
+    /// How many of `bits`' worker IDs the table has handed out (up to its largest row's
+    /// ID), and how many launches are left.
+    pub async fn usage(&self, bits: &BitsAllocator) -> Result<WorkerIdUsage, WorkerIdError> {
+        let mut conn = self.store.connect().await?;
+        let query = format!(
+            "SELECT CAST(COALESCE(MAX(ID), 0) AS UNSIGNED) FROM {}",
+            self.table
+        );
+        let result = self
+            .store
+            .bounded(
+                "reading the largest worker row",
+                conn.query_first::<u64, _>(query),
+            )
+            .await;
+        self.store.disconnect(conn).await;
+        Ok(WorkerIdUsage::of_launches(result?.unwrap_or(0), bits))
+    }
+
+    /// [`usage`](Self::usage) for code without a runtime (it runs its own, on a helper
+    /// thread, as [`assign_worker_id`](WorkerIdAssigner::assign_worker_id) does).
+    pub fn usage_blocking(&self, bits: &BitsAllocator) -> Result<WorkerIdUsage, WorkerIdError> {
+        self.block_on(self.usage(bits))
+    }
+
+    /// Inserts this launch's row and returns its ID, checked against `bits`. A layout
+    /// with too few worker bits is refused first (see
+    /// [`allow_small_worker_space`](Self::allow_small_worker_space)).
     pub async fn assign(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, WorkerIdError> {
+        self.check_layout(bits)?;
         let mut conn = self.store.connect().await?;
         let result = self.insert_row(&mut conn).await;
         // The row is committed (autocommit) whether or not the goodbye succeeds.
         self.store.disconnect(conn).await;
         let id = result?;
         let source = format!("{} ({} row {id})", self.store.location(), self.table);
-        check_fits(id, bits, &source)?;
+        check_launch(id, bits, &source)?;
         Ok(WorkerAssignment {
             worker_id: id,
             source,
@@ -136,11 +200,15 @@ impl MySqlWorkerIdAssigner {
     }
 }
 
-impl WorkerIdAssigner for MySqlWorkerIdAssigner {
-    fn assign_worker_id(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, WorkerIdError> {
-        // A runtime of our own on a helper thread: `block_on` on a thread that is already
-        // inside a tokio runtime would panic, and this must work from any caller.
-        // (Database code is never built under loom, so std's scoped threads are fine here.)
+impl MySqlWorkerIdAssigner {
+    /// Runs `work` to its end on a runtime of our own on a helper thread: `block_on` on a
+    /// thread that is already inside a tokio runtime would panic, and this must work from
+    /// any caller. (Database code is never built under loom, so std's scoped threads are
+    /// fine here.)
+    fn block_on<T: Send>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, WorkerIdError>> + Send,
+    ) -> Result<T, WorkerIdError> {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
@@ -153,19 +221,25 @@ impl WorkerIdAssigner for MySqlWorkerIdAssigner {
                             step: "starting a tokio runtime",
                             source: Box::new(e),
                         })?;
-                    runtime.block_on(self.assign(bits))
+                    runtime.block_on(work)
                 })
                 .join()
                 .unwrap_or_else(|_| {
                     Err(StoreError::Other {
                         store: "MySQL",
                         location: self.store.location().to_owned(),
-                        step: "assigning on a helper thread",
+                        step: "waiting for the registry on a helper thread",
                         source: "the helper thread panicked".into(),
                     }
                     .into())
                 })
         })
+    }
+}
+
+impl WorkerIdAssigner for MySqlWorkerIdAssigner {
+    fn assign_worker_id(&self, bits: &BitsAllocator) -> Result<WorkerAssignment, WorkerIdError> {
+        self.block_on(self.assign(bits))
     }
 }
 

@@ -48,7 +48,7 @@ pub(crate) fn execute(
         } => {
             let source = Source::from_args(&worker, env)?;
             match action.as_deref() {
-                Some("list") => worker::list(json, &source, stdout),
+                Some("list") => worker::list(json, &source, &layout, stdout),
                 _ => worker::show(json, &source, &layout, stdout),
             }
         }

@@ -7,8 +7,32 @@ use crate::source::Source;
 use crate::SUCCESS;
 use std::io::Write;
 
-/// `uidgen worker list`: every worker ID the store knows, with holder, mark and expiry.
-pub(super) fn list(json: bool, source: &Source, stdout: &mut dyn Write) -> Result<u8, Failure> {
+/// `uidgen worker list`: every worker ID the store knows, with holder, mark and expiry,
+/// and how many of the layout's worker IDs are held and free; for `--mysql-url`'s
+/// WORKER_NODE, the rows used and the launches left.
+pub(super) fn list(
+    json: bool,
+    source: &Source,
+    layout: &LayoutArgs,
+    stdout: &mut dyn Write,
+) -> Result<u8, Failure> {
+    // Any layout, even one whose time has run out: this only counts worker IDs.
+    let bits = layout.builder()?.build_unchecked_time()?;
+    if let Some((registry, usage)) = source.registry_usage(&bits)? {
+        let mut out = Lines::new(stdout);
+        if json {
+            out.line(serde_json::json!({
+                "registry": registry,
+                "layout": bits.to_string(),
+                "worker_ids": crate::source::usage_json(&usage),
+            }))?;
+        } else {
+            out.line(format_args!("registry {registry}"))?;
+            out.line(format_args!("layout {bits}: {usage}"))?;
+        }
+        out.flush()?;
+        return Ok(SUCCESS);
+    }
     let store = source.store()?;
     let leases = store.leases()?;
     let mark = |ms: u64| {
@@ -32,7 +56,12 @@ pub(super) fn list(json: bool, source: &Source, stdout: &mut dyn Write) -> Resul
                 })
             })
             .collect();
-        out.line(serde_json::json!({ "store": store.describe(), "leases": rows }))?;
+        out.line(serde_json::json!({
+            "store": store.describe(),
+            "leases": rows,
+            "layout": bits.to_string(),
+            "worker_ids": crate::source::usage_json(&uidgen::WorkerIdUsage::of_leases(&leases, &bits)),
+        }))?;
     } else {
         out.line(format_args!("store {}", store.describe()))?;
         out.line(format_args!(
@@ -52,6 +81,10 @@ pub(super) fn list(json: bool, source: &Source, stdout: &mut dyn Write) -> Resul
                 lease.holder.as_deref().unwrap_or("-")
             ))?;
         }
+        out.line(format_args!(
+            "layout {bits}: {}",
+            uidgen::WorkerIdUsage::of_leases(&leases, &bits)
+        ))?;
     }
     out.flush()?;
     Ok(SUCCESS)

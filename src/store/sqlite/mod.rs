@@ -14,6 +14,31 @@ use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Environment variable that overrides the embedded store's default file.
+pub const WORKER_DB_ENV: &str = "UIDGEN_WORKER_DB";
+
+/// The embedded store's default file: `$UIDGEN_WORKER_DB`, or else
+/// `uidgen/workers.sqlite3` under the user's data directory (`~/.local/share` on Linux);
+/// `None` when neither is known. The leases and the `WORKER_NODE` registry of one machine
+/// (the library's and the CLI's) share it.
+pub(crate) fn default_path() -> Option<PathBuf> {
+    match std::env::var_os(WORKER_DB_ENV) {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ => dirs::data_dir().map(|dir| dir.join("uidgen").join("workers.sqlite3")),
+    }
+}
+
+/// [`default_path`], or the error saying to set `UIDGEN_WORKER_DB`.
+pub(crate) fn at_default_path() -> Result<PathBuf, StoreError> {
+    default_path().ok_or_else(|| StoreError::File {
+        path: "(none)".into(),
+        problem: format!(
+            "no data directory is known for this user; set {WORKER_DB_ENV} to a file path"
+        ),
+        source: None,
+    })
+}
+
 /// Refuses a path that is not a file another process can open too: an in-memory
 /// database would give every process the same worker IDs, and so the same IDs.
 pub(crate) fn check_path(path: &Path) -> Result<(), StoreError> {
