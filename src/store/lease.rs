@@ -172,36 +172,6 @@ impl<S: LeaseStore> IntoLeaseStore for S {
     }
 }
 
-impl IntoLeaseStore for super::StoreUrl {
-    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
-        self.lease_store()
-    }
-}
-
-impl IntoLeaseStore for &super::StoreUrl {
-    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
-        self.lease_store()
-    }
-}
-
-impl IntoLeaseStore for &str {
-    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
-        super::StoreUrl::parse(self)?.lease_store()
-    }
-}
-
-impl IntoLeaseStore for String {
-    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
-        self.as_str().into_lease_store()
-    }
-}
-
-impl IntoLeaseStore for &String {
-    fn into_lease_store(self) -> Result<Box<dyn LeaseStore>, StoreError> {
-        self.as_str().into_lease_store()
-    }
-}
-
 /// One engine's primitive lease steps, each atomic on the store; [`acquire`] is the one
 /// algorithm over them, the same on every engine (sqlx's `Migrate` and `Migrator` split).
 #[cfg_attr(

@@ -43,6 +43,8 @@ pub(crate) fn tls_failure(err: &(dyn std::error::Error + 'static)) -> Option<Str
 pub use self::mysql::{
     MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA,
 };
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+pub use self::net::redact_url;
 #[cfg(feature = "postgres")]
 pub use self::postgres::{
     PostgresLeaseStore, PostgresSegmentStore, POSTGRES_LEASE_SCHEMA, POSTGRES_SEGMENT_SCHEMA,
@@ -51,8 +53,6 @@ pub use self::postgres::{
 pub use self::redis::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
-#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
-pub use self::url::redact_url;
 pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
 
 /// Which engine a store is: said by the store itself, never worked out from its text.

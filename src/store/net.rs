@@ -1,7 +1,10 @@
-//! Name resolution with a bound, for the stores that connect without `mysql_async`.
+//! What the network stores share: name resolution with a bound, their URLs read once
+//! (never by a driver, whose messages may echo parts of one), TLS parameters, and URLs
+//! shown to people with every password replaced.
 
 use super::StoreError;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -47,5 +50,273 @@ pub(crate) fn resolve(
             step: "resolving the host name",
             timeout,
         }),
+    }
+}
+
+/// `raw` with its password (and any password-like query parameter) replaced by `***`.
+///
+/// The URL is parsed (`url::Url`), never split by hand, so `user:p@ss@host` and
+/// percent-encoded passwords are found. A URL that does not parse as
+/// `scheme://[user[:password]@]host[:port][/path][?query]` is not shown at all if it
+/// could hold a password (it has an `@` or a password-like word): where the password
+/// is in it cannot be known. Long input is cut short.
+///
+/// ```
+/// use uidgen::redact_url;
+///
+/// assert_eq!(redact_url("mysql://u:se@cret@db:3306/ids"), r#""mysql://u:***@db:3306/ids""#);
+/// assert_eq!(redact_url("mysql://db/ids?password=secret"), r#""mysql://db/ids?password=***""#);
+/// assert!(!redact_url("mysql:u:secret@db/ids").contains("secret"));
+/// ```
+pub fn redact_url(raw: &str) -> String {
+    let hidden = || {
+        if raw.contains('@') || super::is_credential_key(raw) {
+            "(not shown: it does not parse as scheme://user:password@host/path, so its \
+             password cannot be found to hide)"
+                .to_owned()
+        } else {
+            crate::error::Shown(raw).to_string()
+        }
+    };
+    let Ok(mut url) = url::Url::parse(raw.trim()) else {
+        return hidden();
+    };
+    if url.cannot_be_a_base() || !url.has_host() {
+        return hidden();
+    }
+    // The password as written and decoded: it is scrubbed from the whole output too, in
+    // case the user also pasted it elsewhere in the URL.
+    let password = url.password().map(|p| {
+        let decoded = percent_decode(p);
+        (p.to_owned(), decoded)
+    });
+    if password.is_some() && url.set_password(Some("***")).is_err() {
+        return hidden();
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if super::is_credential_key(&key) {
+                    "***".to_owned()
+                } else {
+                    value.into_owned()
+                };
+                (key.into_owned(), value)
+            })
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    url.set_fragment(None);
+    let mut shown = url.as_str().to_owned();
+    if let Some((written, decoded)) = password {
+        let prefix_end = shown.find("***").map_or(0, |i| i + 3);
+        let (prefix, rest) = shown.split_at(prefix_end);
+        let mut rest = rest.to_owned();
+        for secret in [written, decoded] {
+            if !secret.is_empty() {
+                rest = rest.replace(&secret, "***");
+            }
+        }
+        shown = format!("{prefix}{rest}");
+    }
+    crate::error::Shown(&shown).to_string()
+}
+
+/// `%XX` sequences decoded (lossily: a password is only matched, never shown).
+pub(crate) fn percent_decode(text: &str) -> String {
+    url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default()
+}
+
+/// A network store's URL, parsed here and never by its driver (whose messages may echo
+/// parts of it): one of `schemes`, with a host. Errors are `InvalidUrl`, the URL
+/// redacted; `invalid` makes the engine's own.
+pub(crate) struct NetworkUrl {
+    pub url: url::Url,
+    pub host: String,
+    store: &'static str,
+    raw: String,
+    expected: &'static str,
+}
+
+impl NetworkUrl {
+    pub(crate) fn parse(
+        raw: &str,
+        store: &'static str,
+        expected: &'static str,
+        schemes: &[&str],
+    ) -> Result<Self, StoreError> {
+        let mut parsed = Self {
+            url: url::Url::parse("x://x").expect("a URL"),
+            host: String::new(),
+            store,
+            raw: raw.to_owned(),
+            expected,
+        };
+        parsed.url = url::Url::parse(raw.trim()).map_err(|e| parsed.invalid(e.to_string()))?;
+        if !schemes.contains(&parsed.url.scheme()) {
+            return Err(parsed.invalid(format!(
+                "the scheme is {:?}, not {}",
+                parsed.url.scheme(),
+                schemes.join(" or ")
+            )));
+        }
+        match parsed.url.host_str() {
+            Some(host) if !host.is_empty() && !parsed.url.cannot_be_a_base() => {
+                parsed.host = host.to_owned();
+                Ok(parsed)
+            }
+            _ => Err(parsed.invalid(format!(
+                "no host (write {}://, with two slashes)",
+                parsed.url.scheme()
+            ))),
+        }
+    }
+
+    /// The error for this URL: `reason`, with the form expected.
+    pub(crate) fn invalid(&self, reason: String) -> StoreError {
+        StoreError::InvalidUrl {
+            store: self.store,
+            url: redact_url(&self.raw),
+            reason,
+            expected: self.expected,
+        }
+    }
+}
+
+/// How much of the server's certificate a network store checks.
+#[cfg_attr(not(any(feature = "mysql", feature = "postgres")), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Verify {
+    /// No TLS.
+    #[default]
+    Off,
+    /// Encrypted, certificate not checked (`require`, `REQUIRED`).
+    Encrypt,
+    /// The chain up to a trusted CA, not the host name (`verify-ca`, `VERIFY_CA`).
+    Chain,
+    /// The chain and the URL's host name (`verify-full`, `VERIFY_IDENTITY`, `rediss://`).
+    Full,
+}
+
+/// What a URL asks of TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Tls {
+    pub verify: Verify,
+    /// The only CA trusted, when named.
+    pub ca: Option<PathBuf>,
+}
+
+impl Tls {
+    /// Takes the TLS parameters (`mode_key`, `ca_key`) out of `url`'s query; the other
+    /// parameters are returned. A CA with no mode, or with the encrypt-only mode, checks
+    /// the chain (as libpq and MySQL's client do).
+    #[cfg(any(feature = "mysql", feature = "postgres"))]
+    pub(crate) fn from_query(
+        url: &url::Url,
+        mode_key: &str,
+        ca_key: &str,
+        modes: &[(&str, Verify)],
+        refused: &str,
+    ) -> Result<(Self, Vec<(String, String)>), String> {
+        let mut tls = Self::default();
+        let mut mode = None;
+        let mut rest = Vec::new();
+        for (key, value) in url.query_pairs() {
+            if key.eq_ignore_ascii_case(mode_key) {
+                let found = modes
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(&value))
+                    .map(|&(_, verify)| verify);
+                mode = Some(found.ok_or_else(|| {
+                    let names: Vec<&str> = modes.iter().map(|(name, _)| *name).collect();
+                    // The value is not shown: a password pasted in the wrong place
+                    // would be.
+                    format!(
+                        "the value of {mode_key} is not understood: give one of {} ({refused})",
+                        names.join(", ")
+                    )
+                })?);
+            } else if key.eq_ignore_ascii_case(ca_key) {
+                tls.ca = Some(Self::ca_file(ca_key, &value)?);
+            } else {
+                rest.push((key.into_owned(), value.into_owned()));
+            }
+        }
+        tls.verify = match (mode, &tls.ca) {
+            (Some(Verify::Off), Some(_)) => {
+                return Err(format!("{ca_key} is given but TLS is off ({mode_key})"))
+            }
+            (None | Some(Verify::Encrypt), Some(_)) => Verify::Chain,
+            (mode, _) => mode.unwrap_or_default(),
+        };
+        Ok((tls, rest))
+    }
+
+    /// The CA file named by a URL: it must be a readable file.
+    pub(crate) fn ca_file(key: &str, value: &str) -> Result<PathBuf, String> {
+        let path = PathBuf::from(value);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(_) => Err(format!("{key}: {} is not a file", path.display())),
+            Err(e) => Err(format!("{key}: cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// An error if the URL asks for TLS and this build has none.
+    pub(crate) fn check_built(&self, store: &str) -> Result<(), String> {
+        if self.verify != Verify::Off && !cfg!(feature = "tls") {
+            return Err(format!(
+                "this URL asks for TLS, and this build of uidgen has no TLS for {store}: \
+                 build it with the `tls` feature"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_url;
+
+    #[test]
+    fn every_shape_of_password_is_hidden() {
+        for (raw, shown) in [
+            (
+                "mysql://u:SECRETPW@h:3306/db",
+                Some("mysql://u:***@h:3306/db"),
+            ),
+            ("mysql://u:SEC@RETPW@h/db", Some("mysql://u:***@h/db")),
+            ("mysql://u:SEC%40RETPW@h/db", Some("mysql://u:***@h/db")),
+            (
+                "mysql://u@h/db?password=SECRETPW&x=1",
+                Some("mysql://u@h/db?password=***&x=1"),
+            ),
+            (
+                "mysql://u@h/db?PWD=SECRETPW",
+                Some("mysql://u@h/db?PWD=***"),
+            ),
+            ("mysql://u@h/db#SECRETPW", Some("mysql://u@h/db")),
+            ("mysql://u:SEC@RETPW@h:99999/db", None),
+            ("mysql:u:SECRETPW@127.0.0.1/db", None),
+            ("mysql:/u:SECRETPW@127.0.0.1/db", None),
+            ("u:SECRETPW@127.0.0.1/db", None),
+        ] {
+            let redacted = redact_url(raw);
+            assert!(!redacted.contains("SEC"), "{raw} -> {redacted}");
+            match shown {
+                Some(shown) => assert_eq!(redacted, format!("{shown:?}"), "{raw}"),
+                None => assert!(redacted.contains("not shown"), "{raw} -> {redacted}"),
+            }
+        }
+    }
+
+    #[test]
+    fn urls_that_cannot_hold_a_password_are_shown_even_unparsed() {
+        assert_eq!(redact_url("not a url"), "\"not a url\"");
+        assert!(redact_url(&"x".repeat(10_000)).len() < 200);
     }
 }

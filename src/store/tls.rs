@@ -4,7 +4,7 @@
 // The client configuration is built here for PostgreSQL; MySQL's and Redis' drivers
 // build their own from the same URL parameters (on the provider installed here).
 #![cfg_attr(not(feature = "postgres"), allow(dead_code))]
-use super::url::{Tls, Verify};
+use super::net::{Tls, Verify};
 use super::Cause;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;

@@ -42,7 +42,7 @@ pub(crate) struct MySqlStore {
     timeout: Duration,
     /// What the URL asked of TLS.
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
-    tls: super::url::Tls,
+    tls: super::net::Tls,
 }
 
 impl std::fmt::Debug for MySqlStore {
@@ -57,26 +57,26 @@ impl std::fmt::Debug for MySqlStore {
 
 impl MySqlStore {
     pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, StoreError> {
-        let checked = super::url::NetworkUrl::parse(url, STORE, EXPECTED, &["mysql", "mariadb"])?;
+        let checked = super::net::NetworkUrl::parse(url, STORE, EXPECTED, &["mysql", "mariadb"])?;
         let invalid = |reason: String| checked.invalid(reason);
         let mut parsed = checked.url.clone();
         // TLS is ours to set up (the parameter names MySQL's own client uses); the
         // driver gets the rest.
-        let (tls, rest) = super::url::Tls::from_query(
+        let (tls, rest) = super::net::Tls::from_query(
             &parsed,
             "ssl-mode",
             "ssl-ca",
             &[
-                ("DISABLED", super::url::Verify::Off),
-                ("REQUIRED", super::url::Verify::Encrypt),
-                ("VERIFY_CA", super::url::Verify::Chain),
-                ("VERIFY_IDENTITY", super::url::Verify::Full),
+                ("DISABLED", super::net::Verify::Off),
+                ("REQUIRED", super::net::Verify::Encrypt),
+                ("VERIFY_CA", super::net::Verify::Chain),
+                ("VERIFY_IDENTITY", super::net::Verify::Full),
             ],
             "PREFERRED falls back to plain text without a word; give REQUIRED, \
              VERIFY_IDENTITY or DISABLED",
         )
         .map_err(invalid)?;
-        if tls.verify == super::url::Verify::Chain {
+        if tls.verify == super::net::Verify::Chain {
             // mysql_async's "check the chain, not the name" matches on the text of an
             // error that current rustls words differently, so it would refuse a good
             // certificate: say so rather than check more or less than asked.
@@ -157,7 +157,7 @@ impl MySqlStore {
 
     #[cfg(feature = "tls")]
     fn ssl_opts(&self) -> Option<mysql_async::SslOpts> {
-        use super::url::Verify;
+        use super::net::Verify;
         let verify = self.tls.verify;
         if verify == Verify::Off {
             return None;

@@ -48,7 +48,7 @@ pub(crate) struct PgConn {
     location: String,
     timeout: Duration,
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
-    tls: super::url::Tls,
+    tls: super::net::Tls,
     /// The table's DDL, with its name in place.
     ddl: String,
     table: String,
@@ -68,28 +68,28 @@ impl std::fmt::Debug for PgConn {
 impl PgConn {
     pub(crate) fn new(url: &str, schema: &str, table: &str) -> Result<Self, StoreError> {
         let checked =
-            super::url::NetworkUrl::parse(url, STORE, EXPECTED, &["postgres", "postgresql"])?;
+            super::net::NetworkUrl::parse(url, STORE, EXPECTED, &["postgres", "postgresql"])?;
         let invalid = |reason: String| checked.invalid(reason);
         let (parsed, host) = (&checked.url, checked.host.clone());
         let port = parsed.port().unwrap_or(5432);
-        let user = super::url::percent_decode(parsed.username());
+        let user = super::net::percent_decode(parsed.username());
         if user.is_empty() {
             return Err(invalid("no user name (postgres://user@host/db)".into()));
         }
-        let database = super::url::percent_decode(parsed.path().trim_start_matches('/'));
+        let database = super::net::percent_decode(parsed.path().trim_start_matches('/'));
         if database.is_empty() || database.contains('/') {
             return Err(invalid("no database name (postgres://user@host/db)".into()));
         }
         // The parameter names libpq uses.
-        let (tls, rest) = super::url::Tls::from_query(
+        let (tls, rest) = super::net::Tls::from_query(
             parsed,
             "sslmode",
             "sslrootcert",
             &[
-                ("disable", super::url::Verify::Off),
-                ("require", super::url::Verify::Encrypt),
-                ("verify-ca", super::url::Verify::Chain),
-                ("verify-full", super::url::Verify::Full),
+                ("disable", super::net::Verify::Off),
+                ("require", super::net::Verify::Encrypt),
+                ("verify-ca", super::net::Verify::Chain),
+                ("verify-full", super::net::Verify::Full),
             ],
             "allow and prefer fall back to plain text without a word; give require, \
              verify-ca, verify-full or disable",
@@ -112,7 +112,7 @@ impl PgConn {
             .dbname(&database)
             .application_name("uidgen");
         if let Some(password) = parsed.password() {
-            config.password(super::url::percent_decode(password));
+            config.password(super::net::percent_decode(password));
         }
         let location = format!("postgres://{user}@{host}:{port}/{database}");
         Ok(Self {
@@ -264,7 +264,7 @@ impl PgConn {
     async fn handshake(&self, stream: tokio::net::TcpStream) -> Result<Client, StoreError> {
         let mut config = self.config.clone();
         #[cfg(feature = "tls")]
-        if self.tls.verify != super::url::Verify::Off {
+        if self.tls.verify != super::net::Verify::Off {
             use tokio_postgres::tls::MakeTlsConnect;
             config.ssl_mode(tokio_postgres::config::SslMode::Require);
             let client_config =

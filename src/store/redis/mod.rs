@@ -31,7 +31,7 @@ pub(crate) struct RedisConn {
     host: String,
     port: u16,
     user: String,
-    tls: Option<super::url::Tls>,
+    tls: Option<super::net::Tls>,
     /// `redis://host:port/db`, for messages: never a password.
     location: String,
     timeout: Duration,
@@ -51,11 +51,11 @@ impl std::fmt::Debug for RedisConn {
 
 impl RedisConn {
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let checked = super::url::NetworkUrl::parse(url, STORE, EXPECTED, &["redis", "rediss"])?;
+        let checked = super::net::NetworkUrl::parse(url, STORE, EXPECTED, &["redis", "rediss"])?;
         let invalid = |reason: String| checked.invalid(reason);
         let (parsed, host) = (&checked.url, checked.host.clone());
-        let tls = (parsed.scheme() == "rediss").then_some(super::url::Tls {
-            verify: super::url::Verify::Full,
+        let tls = (parsed.scheme() == "rediss").then_some(super::net::Tls {
+            verify: super::net::Verify::Full,
             ca: None,
         });
         let port = parsed.port().unwrap_or(6379);
@@ -73,7 +73,7 @@ impl RedisConn {
         for (key, value) in parsed.query_pairs() {
             match (key.as_ref(), tls.as_mut()) {
                 ("cacert", Some(tls)) => {
-                    tls.ca = Some(super::url::Tls::ca_file("cacert", &value).map_err(invalid)?)
+                    tls.ca = Some(super::net::Tls::ca_file("cacert", &value).map_err(invalid)?)
                 }
                 ("cacert", None) => {
                     return Err(invalid("cacert is for TLS: write rediss://".into()))
@@ -93,13 +93,13 @@ impl RedisConn {
         if let Some(tls) = &tls {
             tls.check_built(STORE).map_err(invalid)?;
         }
-        let user = super::url::percent_decode(parsed.username());
+        let user = super::net::percent_decode(parsed.username());
         let mut info = redis::RedisConnectionInfo::default().set_db(db);
         if !user.is_empty() {
             info = info.set_username(&user);
         }
         if let Some(password) = parsed.password() {
-            info = info.set_password(super::url::percent_decode(password));
+            info = info.set_password(super::net::percent_decode(password));
         }
         let location = format!(
             "{}://{}{host}:{port}/{db}",
