@@ -2,7 +2,7 @@
 //! lease store, with the runtime that drives it.
 
 use super::StoreError;
-use std::sync::{Arc, Mutex, PoisonError};
+use crate::sync::{lock, Arc, Mutex};
 
 /// A lazily opened connection and its current-thread runtime. Clones share both: the
 /// steps of one store (and its clones) run one at a time on one connection.
@@ -62,7 +62,7 @@ impl<C: Send> Session<C> {
             source,
         };
         let step = || {
-            let mut slots = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut slots = lock(&self.inner);
             let Slots { conn, runtime } = &mut *slots;
             let runtime = match runtime {
                 Some(runtime) => runtime,
