@@ -169,10 +169,10 @@ impl CachedUidGeneratorBuilder {
     /// real time, on any thread) is larger; with them, only each thread's own IDs
     /// increase, and an ID made later on another thread (or in an async task that moved
     /// threads) can be smaller. What it gains: fewer atomic steps on the shared cursor (one
-    /// CAS per batch). Since the default take became one atomic add it is **not faster**
-    /// on the 2-core machine this crate is measured on (`examples/quick_timing`: about
-    /// 150M IDs/s against about 270M for the default, 1 to 4 threads); it may pay on
-    /// machines with many cores contending for the cursor. Measure before you choose it.
+    /// CAS per batch). It pays where threads contend for the cursor and loses on one
+    /// thread: in the latest `scripts/bench` run (`results/README.md`, 2-core AMD EPYC)
+    /// `thread_batch(64)` made 2.4× the ordered default on 2 threads and 2.7× on 4, and
+    /// half of it on 1 thread. Measure before you choose it.
     ///
     /// IDs not issued: a batch starts at 1 and doubles with each refill, so a thread that
     /// ends leaves fewer than this many unused (none if it took one ID). A thread keeps
