@@ -103,6 +103,8 @@
 #[cfg(all(uidgen_loom, not(feature = "loom")))]
 compile_error!("--cfg uidgen_loom needs the `loom` feature (see loom-tests/)");
 
+#[macro_use]
+mod setters;
 mod clock;
 mod error;
 mod generator;

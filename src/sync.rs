@@ -94,3 +94,30 @@ pub(crate) fn unique_instance_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
+
+/// std's own mutex and condvar, for state loom's models leave out: the time marks and the
+/// lease keeper wait on the clock, which loom does not model. Poisoning is recovered as
+/// [`lock`] does, for the same reason (every write under these locks is whole).
+pub(crate) mod outside_loom {
+    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+    use std::time::Duration;
+
+    /// Locks `mutex`, recovering the guard if a holder panicked.
+    pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+        mutex
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits on `changed` up to `timeout` (or spuriously), recovering the guard if a
+    /// holder panicked meanwhile.
+    pub(crate) fn wait_timeout<'a, T>(
+        changed: &Condvar,
+        guard: MutexGuard<'a, T>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, T> {
+        changed
+            .wait_timeout(guard, timeout)
+            .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard)
+    }
+}

@@ -158,10 +158,9 @@ impl LayoutBuilder {
         self
     }
 
-    /// Sets the tick length.
-    pub fn unit(mut self, unit: TimeUnit) -> Self {
-        self.unit = unit;
-        self
+    setters! {
+        /// Sets the tick length.
+        unit(unit: TimeUnit) => self.unit = unit;
     }
 
     /// Sets the epoch as a UTC date (`"2016-05-20"`) or an RFC 3339 instant.

@@ -35,49 +35,33 @@ pub struct SegmentGeneratorBuilder {
 }
 
 impl SegmentGeneratorBuilder {
-    /// Creates the tag (counter at 1, base step `step`) if the store does not have it.
-    /// Without this, a missing tag is an error naming it and how to create it.
-    pub fn create_missing(mut self, step: u64) -> Self {
-        self.create_missing = Some(step);
-        self
-    }
+    setters! {
+        /// Creates the tag (counter at 1, base step `step`) if the store does not have it.
+        /// Without this, a missing tag is an error naming it and how to create it.
+        create_missing(step: u64) => self.create_missing = Some(step);
 
-    /// What a take does when every fetched range is used up (the store slow or down):
-    /// wait up to a bound (the default, 1 s), fail fast, or your own rule. The same
-    /// policies as [`CachedUidGenerator`](crate::CachedUidGenerator)'s.
-    pub fn take_reject_policy(mut self, policy: TakeRejectPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
+        /// What a take does when every fetched range is used up (the store slow or down):
+        /// wait up to a bound (the default, 1 s), fail fast, or your own rule. The same
+        /// policies as [`CachedUidGenerator`](crate::CachedUidGenerator)'s.
+        take_reject_policy(policy: TakeRejectPolicy) => self.policy = policy;
 
-    /// The largest range to take at once (default [`DEFAULT_MAX_STEP`], as Leaf's). A
-    /// crash wastes at most what is fetched: `(distance + 1) × max_step` IDs.
-    pub fn max_step(mut self, max_step: u64) -> Self {
-        self.max_step = max_step;
-        self
-    }
+        /// The largest range to take at once (default [`DEFAULT_MAX_STEP`], as Leaf's). A
+        /// crash wastes at most what is fetched: `(distance + 1) × max_step` IDs.
+        max_step(max_step: u64) => self.max_step = max_step;
 
-    /// How long one range should last at the recent rate (default 30 s); the step
-    /// follows, within the tag's base step and `max_step`.
-    pub fn range_lifetime(mut self, lifetime: Duration) -> Self {
-        self.range_lifetime = lifetime;
-        self
-    }
+        /// How long one range should last at the recent rate (default 30 s); the step
+        /// follows, within the tag's base step and `max_step`.
+        range_lifetime(lifetime: Duration) => self.range_lifetime = lifetime;
 
-    /// The most ranges kept ahead of the current one (default 4, at most 15). The
-    /// prefetch thread keeps two ahead (or this many if fewer), doubling when takers
-    /// find none.
-    pub fn max_prefetch_distance(mut self, distance: u64) -> Self {
-        self.max_distance = distance;
-        self
-    }
+        /// The most ranges kept ahead of the current one (default 4, at most 15). The
+        /// prefetch thread keeps two ahead (or this many if fewer), doubling when takers
+        /// find none.
+        max_prefetch_distance(distance: u64) => self.max_distance = distance;
 
-    /// Whether to fetch ahead at all (default yes). Without it, a range is fetched only
-    /// when the last one is used up, and the take that finds it so waits for the store:
-    /// Leaf's behaviour without its second buffer, for comparison.
-    pub fn prefetch(mut self, prefetch: bool) -> Self {
-        self.prefetch = prefetch;
-        self
+        /// Whether to fetch ahead at all (default yes). Without it, a range is fetched only
+        /// when the last one is used up, and the take that finds it so waits for the store:
+        /// Leaf's behaviour without its second buffer, for comparison.
+        prefetch(prefetch: bool) => self.prefetch = prefetch;
     }
 
     /// Checks the settings, creates the tag if asked, takes the first range from the

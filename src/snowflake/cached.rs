@@ -138,84 +138,62 @@ pub struct CachedUidGeneratorBuilder {
 impl CachedUidGeneratorBuilder {
     base_builder_methods!();
 
-    /// The ring holds `(max_sequence + 1) << boost_power` IDs: `2^boost_power` ticks'
-    /// worth (default 3, as UidGenerator). The ring may have at most 2^26 slots.
-    pub fn boost_power(mut self, boost_power: u32) -> Self {
-        self.boost_power = boost_power;
-        self
-    }
+    setters! {
+        /// The ring holds `(max_sequence + 1) << boost_power` IDs: `2^boost_power` ticks'
+        /// worth (default 3, as UidGenerator). The ring may have at most 2^26 slots.
+        boost_power(boost_power: u32) => self.boost_power = boost_power;
 
-    /// The ring's size in slots, a power of two from 2 to 2^26, in place of
-    /// [`boost_power`](Self::boost_power) (default: none). Use it for layouts with many
-    /// sequence bits, where even one tick's worth of slots is more memory than wanted:
-    /// the padder then puts part of a tick per round.
-    pub fn ring_capacity(mut self, slots: usize) -> Self {
-        self.ring_capacity = Some(slots);
-        self
-    }
+        /// The ring's size in slots, a power of two from 2 to 2^26, in place of
+        /// [`boost_power`](Self::boost_power) (default: none). Use it for layouts with many
+        /// sequence bits, where even one tick's worth of slots is more memory than wanted:
+        /// the padder then puts part of a tick per round.
+        ring_capacity(slots: usize) => self.ring_capacity = Some(slots);
 
-    /// Refill when fewer than this percentage of the padder's last fill remain (1 to 99,
-    /// default 50).
-    pub fn padding_factor(mut self, percent: u32) -> Self {
-        self.padding_factor = percent;
-        self
-    }
+        /// Refill when fewer than this percentage of the padder's last fill remain (1 to 99,
+        /// default 50).
+        padding_factor(percent: u32) => self.padding_factor = percent;
 
-    /// Per-thread batches, an opt-in (1 to 64; default 1, off): a thread claims up to
-    /// this many IDs from the ring with one atomic step and hands them out from a
-    /// thread-local cache.
-    ///
-    /// **The guarantee it weakens:** without batches, any ID returned after another (in
-    /// real time, on any thread) is larger; with them, only each thread's own IDs
-    /// increase, and an ID made later on another thread (or in an async task that moved
-    /// threads) can be smaller. What it gains: fewer atomic steps on the shared cursor (one
-    /// CAS per batch). It pays where threads contend for the cursor and loses on one
-    /// thread: in the latest `scripts/bench` run (`results/README.md`, 2-core AMD EPYC)
-    /// `thread_batch(64)` made 2.4× the ordered default on 2 threads and 2.7× on 4, and
-    /// half of it on 1 thread. Measure before you choose it.
-    ///
-    /// IDs not issued: a batch starts at 1 and doubles with each refill, so a thread that
-    /// ends leaves fewer than this many unused (none if it took one ID). A thread keeps
-    /// batches for up to 4 generators at once; a fifth evicts the least recently refilled
-    /// (whose unused IDs are never issued). IDs whose tick has passed a resync are skipped
-    /// (`discarded_stale`).
-    pub fn thread_batch(mut self, ids: usize) -> Self {
-        self.thread_batch = ids;
-        self
-    }
+        /// Per-thread batches, an opt-in (1 to 64; default 1, off): a thread claims up to
+        /// this many IDs from the ring with one atomic step and hands them out from a
+        /// thread-local cache.
+        ///
+        /// **The guarantee it weakens:** without batches, any ID returned after another (in
+        /// real time, on any thread) is larger; with them, only each thread's own IDs
+        /// increase, and an ID made later on another thread (or in an async task that moved
+        /// threads) can be smaller. What it gains: fewer atomic steps on the shared cursor (one
+        /// CAS per batch). It pays where threads contend for the cursor and loses on one
+        /// thread: in the latest `scripts/bench` run (`results/README.md`, 2-core AMD EPYC)
+        /// `thread_batch(64)` made 2.4× the ordered default on 2 threads and 2.7× on 4, and
+        /// half of it on 1 thread. Measure before you choose it.
+        ///
+        /// IDs not issued: a batch starts at 1 and doubles with each refill, so a thread that
+        /// ends leaves fewer than this many unused (none if it took one ID). A thread keeps
+        /// batches for up to 4 generators at once; a fifth evicts the least recently refilled
+        /// (whose unused IDs are never issued). IDs whose tick has passed a resync are skipped
+        /// (`discarded_stale`).
+        thread_batch(ids: usize) => self.thread_batch = ids;
 
-    /// Also refill on a timer, this often (default: only on demand).
-    pub fn schedule_interval(mut self, every: Duration) -> Self {
-        self.schedule_interval = Some(every);
-        self
-    }
+        /// Also refill on a timer, this often (default: only on demand).
+        schedule_interval(every: Duration) => self.schedule_interval = Some(every);
 
-    /// How often the padder drops IDs whose tick is more than 4 times this behind the
-    /// clock, so IDs taken after a quiet spell carry a current timestamp; also how far
-    /// ahead it fills the ring at the recent rate of takes (default: half a tick, at
-    /// least 50 ms and at most 500 ms).
-    pub fn resync_interval(mut self, every: Duration) -> Self {
-        self.resync_interval = Some(every);
-        self
-    }
+        /// How often the padder drops IDs whose tick is more than 4 times this behind the
+        /// clock, so IDs taken after a quiet spell carry a current timestamp; also how far
+        /// ahead it fills the ring at the recent rate of takes (default: half a tick, at
+        /// least 50 ms and at most 500 ms).
+        resync_interval(every: Duration) => self.resync_interval = Some(every);
 
-    /// Cap on borrowed time (default: none): the padder does not start a tick further
-    /// ahead of the wall clock than this; it waits for the clock instead, and takes that
-    /// find the ring empty meanwhile follow the take policy. Throughput is then at most
-    /// `max_sequence + 1` IDs per tick once the cap is reached.
-    ///
-    /// Use it where IDs' timestamps must stay near real time, or where a worker ID may
-    /// be reused after a restart (the cap bounds how long the restart must wait).
-    pub fn max_time_ahead(mut self, cap: Duration) -> Self {
-        self.max_time_ahead = Some(cap);
-        self
-    }
+        /// Cap on borrowed time (default: none): the padder does not start a tick further
+        /// ahead of the wall clock than this; it waits for the clock instead, and takes that
+        /// find the ring empty meanwhile follow the take policy. Throughput is then at most
+        /// `max_sequence + 1` IDs per tick once the cap is reached.
+        ///
+        /// Use it where IDs' timestamps must stay near real time, or where a worker ID may
+        /// be reused after a restart (the cap bounds how long the restart must wait).
+        max_time_ahead(cap: Duration) => self.max_time_ahead = Some(cap);
 
-    /// What a take does when the ring is empty (default: wait up to 1 s, then
-    /// [`UidError::BufferExhausted`]).
-    pub fn take_reject_policy(mut self, policy: TakeRejectPolicy) -> Self {
-        self.take_policy = policy;
-        self
+        /// What a take does when the ring is empty (default: wait up to 1 s, then
+        /// [`UidError::BufferExhausted`]).
+        take_reject_policy(policy: TakeRejectPolicy) => self.take_policy = policy;
     }
 
     /// Called on the padding thread when a round leaves room in the ring unfilled: the

@@ -106,33 +106,26 @@ pub struct DefaultUidGeneratorBuilder {
 impl DefaultUidGeneratorBuilder {
     base_builder_methods!();
 
-    /// What to do when the clock goes backwards (default: [`RollbackStrategy::Fail`]).
-    pub fn rollback_strategy(mut self, strategy: RollbackStrategy) -> Self {
-        self.strategy = strategy;
-        self
-    }
+    setters! {
+        /// What to do when the clock goes backwards (default: [`RollbackStrategy::Fail`]).
+        rollback_strategy(strategy: RollbackStrategy) => self.strategy = strategy;
 
-    /// With [`RollbackStrategy::Continue`]: how far IDs may run ahead of the time that
-    /// has really passed (a monotonic clock from the last good reading) while the clock
-    /// is behind; past it, `next_uid` waits and `try_next_uid` says `WouldBlock`
-    /// (default 1 s, at most 1 hour).
-    pub fn max_run_ahead(mut self, bound: Duration) -> Self {
-        self.max_run_ahead = bound;
-        self
-    }
+        /// With [`RollbackStrategy::Continue`]: how far IDs may run ahead of the time that
+        /// has really passed (a monotonic clock from the last good reading) while the clock
+        /// is behind; past it, `next_uid` waits and `try_next_uid` says `WouldBlock`
+        /// (default 1 s, at most 1 hour).
+        max_run_ahead(bound: Duration) => self.max_run_ahead = bound;
 
-    /// How long a call may wait for the clock to pass the worker ID's time mark, when a
-    /// previous holder of the worker ID used ticks ahead of the clock (a cached generator
-    /// borrows future ticks). Past it, the call fails with [`UidError::MarkAhead`] naming
-    /// the worker ID and the mark. Not used by [`RollbackStrategy::Continue`], which goes
-    /// on from the mark at once.
-    ///
-    /// Default: 1 s, or `Wait`'s `max` when that is longer; at most 1 hour. The wait is
-    /// for the first tick above the mark only, so it delays the first calls of a
-    /// generator, never later ones.
-    pub fn max_mark_wait(mut self, bound: Duration) -> Self {
-        self.max_mark_wait = Some(bound);
-        self
+        /// How long a call may wait for the clock to pass the worker ID's time mark, when a
+        /// previous holder of the worker ID used ticks ahead of the clock (a cached generator
+        /// borrows future ticks). Past it, the call fails with [`UidError::MarkAhead`] naming
+        /// the worker ID and the mark. Not used by [`RollbackStrategy::Continue`], which goes
+        /// on from the mark at once.
+        ///
+        /// Default: 1 s, or `Wait`'s `max` when that is longer; at most 1 hour. The wait is
+        /// for the first tick above the mark only, so it delays the first calls of a
+        /// generator, never later ones.
+        max_mark_wait(bound: Duration) => self.max_mark_wait = Some(bound);
     }
 
     /// Checks the worker IDs (and spares) against the layout and the layout against the

@@ -210,13 +210,12 @@ impl StoreUrl {
         }
     }
 
-    /// The bound on each network step of the stores opened from now on (resolving the
-    /// host name, connecting with its handshake, each statement; default 5 s), or for
-    /// SQLite the wait for another process holding the file (default 10 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
+    setters! {
+        /// The bound on each network step of the stores opened from now on (resolving the
+        /// host name, connecting with its handshake, each statement; default 5 s), or for
+        /// SQLite the wait for another process holding the file (default 10 s).
+        #[must_use]
+        timeout(timeout: std::time::Duration) => self.timeout = Some(timeout);
     }
 
     /// Which engine it names.

@@ -92,28 +92,21 @@ impl EmbeddedWorkerIdAssigner {
         sqlite::default_path()
     }
 
-    /// The row this launch inserts (default: [`WorkerNode::from_env`]).
-    #[must_use]
-    pub fn node(mut self, node: WorkerNode) -> Self {
-        self.node = node;
-        self
-    }
+    setters! {
+        /// The row this launch inserts (default: [`WorkerNode::from_env`]).
+        #[must_use]
+        node(node: WorkerNode) => self.node = node;
 
-    /// How long to wait for another process holding the file (default 10 s).
-    #[must_use]
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
+        /// How long to wait for another process holding the file (default 10 s).
+        #[must_use]
+        busy_timeout(timeout: Duration) => self.busy_timeout = timeout;
 
-    /// Accept a layout with fewer than
-    /// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) worker
-    /// bits (default: refused), knowing that the registry then stops after
-    /// `2^worker_bits - 1` launches in all.
-    #[must_use]
-    pub fn allow_small_worker_space(mut self, allow: bool) -> Self {
-        self.allow_small_worker_space = allow;
-        self
+        /// Accept a layout with fewer than
+        /// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) worker
+        /// bits (default: refused), knowing that the registry then stops after
+        /// `2^worker_bits - 1` launches in all.
+        #[must_use]
+        allow_small_worker_space(allow: bool) => self.allow_small_worker_space = allow;
     }
 
     /// The database file.

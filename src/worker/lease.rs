@@ -7,8 +7,9 @@ use super::WorkerIdError;
 use crate::layout::BitsAllocator;
 use crate::store::lease::{Acquired, LeaseRequest, LeaseStore};
 use crate::store::StoreError;
+use crate::sync::outside_loom::{lock, Mutex};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -50,25 +51,18 @@ pub struct WorkerLeaseBuilder {
 }
 
 impl WorkerLeaseBuilder {
-    /// How long the lease lasts unless renewed (default 30 s; at least 300 ms). It is
-    /// renewed every third of that, and the mark is recorded two thirds ahead of the
-    /// ticks in use, so a holder that dies leaves a mark at most that far ahead.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
-        self
-    }
+    setters! {
+        /// How long the lease lasts unless renewed (default 30 s; at least 300 ms). It is
+        /// renewed every third of that, and the mark is recorded two thirds ahead of the
+        /// ticks in use, so a holder that dies leaves a mark at most that far ahead.
+        ttl(ttl: Duration) => self.ttl = ttl;
 
-    /// How long a generator waits for the store to record a higher mark before its call
-    /// fails (default 5 s).
-    pub fn raise_wait(mut self, wait: Duration) -> Self {
-        self.raise_wait = wait;
-        self
-    }
+        /// How long a generator waits for the store to record a higher mark before its call
+        /// fails (default 5 s).
+        raise_wait(wait: Duration) => self.raise_wait = wait;
 
-    /// The holder's identity (default [`holder_identity`]).
-    pub fn holder(mut self, holder: impl Into<String>) -> Self {
-        self.holder = Some(holder.into());
-        self
+        /// The holder's identity (default [`holder_identity`]).
+        holder(holder: impl Into<String>) => self.holder = Some(holder.into());
     }
 
     /// Leases the lowest free worker ID the layout holds.
@@ -284,10 +278,6 @@ enum Waited<T> {
     NoAnswer,
     /// The keeper was told to stop meanwhile.
     Stopping,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl fmt::Debug for WorkerLease {

@@ -8,18 +8,11 @@
 
 use crate::error::UidError;
 use crate::layout::BitsAllocator;
+use crate::sync::outside_loom::{lock, wait_timeout, Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
-
-/// Locks a std mutex (this module stays outside loom's models), recovering from poisoning:
-/// every write under these locks is whole.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// `used` before any tick was started.
 const NONE: u64 = u64::MAX;
@@ -222,10 +215,7 @@ impl MarkState {
                     ),
                 });
             }
-            failure = self
-                .changed
-                .wait_timeout(failure, left.min(Duration::from_millis(50)))
-                .map_or_else(|e| e.into_inner().0, |(guard, _)| guard);
+            failure = wait_timeout(&self.changed, failure, left.min(Duration::from_millis(50)));
         }
     }
 
@@ -296,7 +286,7 @@ impl MarkState {
     pub(crate) fn nap(&self, timeout: Duration) {
         let guard = lock(&self.failure);
         if !self.keeper_stopping() {
-            let _unused = self.changed.wait_timeout(guard, timeout);
+            let _unused = wait_timeout(&self.changed, guard, timeout);
         }
     }
 
@@ -319,10 +309,7 @@ impl MarkState {
             if left.is_zero() {
                 return;
             }
-            guard = self
-                .changed
-                .wait_timeout(guard, left)
-                .map_or_else(|e| e.into_inner().0, |(guard, _)| guard);
+            guard = wait_timeout(&self.changed, guard, left);
         }
     }
 
@@ -332,7 +319,7 @@ impl MarkState {
         if self.wanted.load(Ordering::SeqCst) || self.keeper_stopping() {
             return self.wanted.load(Ordering::SeqCst);
         }
-        let _unused = self.changed.wait_timeout(guard, timeout);
+        let _unused = wait_timeout(&self.changed, guard, timeout);
         self.wanted.load(Ordering::SeqCst)
     }
 }

@@ -72,12 +72,11 @@ impl MySqlWorkerIdAssigner {
         })
     }
 
-    /// Create the table (`schema.sql`) if it does not exist (default: no; a missing table
-    /// is an error saying so).
-    #[must_use]
-    pub fn create_table(mut self, create: bool) -> Self {
-        self.create_table = create;
-        self
+    setters! {
+        /// Create the table (`schema.sql`) if it does not exist (default: no; a missing table
+        /// is an error saying so).
+        #[must_use]
+        create_table(create: bool) => self.create_table = create;
     }
 
     /// Use another table of the same shape (default `WORKER_NODE`).
@@ -95,21 +94,17 @@ impl MySqlWorkerIdAssigner {
         self
     }
 
-    /// The row this launch inserts (default: [`WorkerNode::from_env`]).
-    #[must_use]
-    pub fn node(mut self, node: WorkerNode) -> Self {
-        self.node = node;
-        self
-    }
+    setters! {
+        /// The row this launch inserts (default: [`WorkerNode::from_env`]).
+        #[must_use]
+        node(node: WorkerNode) => self.node = node;
 
-    /// Accept a layout with fewer than
-    /// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) worker
-    /// bits (default: refused), knowing that the fleet then stops after
-    /// `2^worker_bits - 1` launches in all.
-    #[must_use]
-    pub fn allow_small_worker_space(mut self, allow: bool) -> Self {
-        self.allow_small_worker_space = allow;
-        self
+        /// Accept a layout with fewer than
+        /// [`MIN_ROW_PER_LAUNCH_WORKER_BITS`](crate::MIN_ROW_PER_LAUNCH_WORKER_BITS) worker
+        /// bits (default: refused), knowing that the fleet then stops after
+        /// `2^worker_bits - 1` launches in all.
+        #[must_use]
+        allow_small_worker_space(allow: bool) => self.allow_small_worker_space = allow;
     }
 
     /// The database, without its password.

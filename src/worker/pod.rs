@@ -69,12 +69,11 @@ impl PodOrdinal {
         }
     }
 
-    /// Added to the ordinal (default 0): pods `web-0`, `web-1`, ... get worker IDs
-    /// `offset`, `offset + 1`, ...
-    #[must_use]
-    pub fn offset(mut self, offset: u64) -> Self {
-        self.offset = offset;
-        self
+    setters! {
+        /// Added to the ordinal (default 0): pods `web-0`, `web-1`, ... get worker IDs
+        /// `offset`, `offset + 1`, ...
+        #[must_use]
+        offset(offset: u64) => self.offset = offset;
     }
 
     /// The pod's name and its ordinal (without the offset).
