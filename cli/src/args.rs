@@ -82,12 +82,52 @@ pub(crate) enum Command {
     },
     /// Measure IDs/s, the latency of every call, rejected takes, ring slots per ID and duplicates on this machine, in one of four usage patterns.
     Bench(BenchArgs),
+    /// Run the ID service: Leaf's and Tinyid's routes, /v1 batches and ranges, /healthz,
+    /// /readyz and /metrics over HTTP, until SIGTERM or SIGINT (then it gives every tag's
+    /// unused range back and releases its worker ID). Settings come from --config, then
+    /// UIDGEN_* variables, then these flags; tokens only from UIDGEN_TOKENS or a tokens
+    /// file, never the command line.
+    Serve(ServeArgs),
     /// Print a completion script for a shell (e.g. uidgen completions bash > /etc/bash_completion.d/uidgen).
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `serve`'s flags; each overrides the config file and the environment.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// A TOML config file (see the uidgen-server docs for its keys).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// The address to listen on (default 127.0.0.1:8080; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// The store: a SQLite file, mysql://, postgres:// or redis:// (default: the embedded
+    /// store, as other commands use).
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
+    /// The snowflake layout's preset (default, snowflake, uidgenerator-readme, instagram).
+    #[arg(long, value_name = "PRESET")]
+    pub(crate) preset: Option<String>,
+    /// A segment tag to create at start if missing (repeat for more).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub(crate) tags: Vec<String>,
+    /// Create a tag on its first request (else an unknown tag is 404).
+    #[arg(long)]
+    pub(crate) create_tags: bool,
+    /// Listen on a non-loopback address with no tokens configured.
+    #[arg(long)]
+    pub(crate) allow_public: bool,
+    /// The largest count (or batchSize) one request may ask for (1 to 1000000).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_count: Option<u64>,
+    /// A file of tokens, one TOKEN=tag,tag a line (* for every tag, @snowflake for the
+    /// snowflake routes).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tokens_file: Option<std::path::PathBuf>,
 }
 
 /// What `segment` does.

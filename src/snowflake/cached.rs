@@ -115,6 +115,12 @@ pub struct CachedStats {
     /// batches), IDs dropped as stale by the padder, and positions of failed or lapped
     /// calls. Divided by the IDs callers received, it gives ring slots used per ID.
     pub claimed: u64,
+    /// Leased worker IDs: times the keeper recorded a higher time mark (each renews the
+    /// lease). 0 for fixed worker IDs.
+    pub lease_renewals: u64,
+    /// Leased worker IDs: times the keeper could not renew (the store failed or was
+    /// late) while the lease still lasted.
+    pub lease_renewal_failures: u64,
 }
 
 /// IDs are dropped as stale no sooner than this after their tick.
@@ -491,6 +497,7 @@ impl CachedUidGenerator {
     /// Counters for monitoring.
     pub fn stats(&self) -> CachedStats {
         let shared = &*self.shared;
+        let renewals = self.mark.state().renewal_counts();
         CachedStats {
             capacity: self.ring.capacity(),
             len: self.ring.len(),
@@ -502,7 +509,39 @@ impl CachedUidGenerator {
             clock_rollbacks: shared.clock_rollbacks.load(Ordering::Relaxed),
             warned_near_end: shared.end_warning.has_warned(),
             claimed: self.ring.claimed(),
+            lease_renewals: renewals.0,
+            lease_renewal_failures: renewals.1,
         }
+    }
+
+    /// Fills `out` from the front with IDs ready in the ring now, in increasing order,
+    /// claimed with one atomic step; returns how many (at least 1 unless `out` is
+    /// empty). Never blocks: when the ring is empty it asks for padding and fails as
+    /// [`try_next_uid`](UidGenerator::try_next_uid) does. For async servers, which wait
+    /// for the first ID with `next_uid_async` and take the rest with this. With
+    /// [`thread_batch`](CachedUidGeneratorBuilder::thread_batch) above 1 it returns one
+    /// ID at a time, so this thread's own IDs still come out in order.
+    pub fn try_next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if self.thread_batch <= 1 {
+            if let Some(n) = self.take_available(out) {
+                return Ok(n);
+            }
+        }
+        out[0] = self.try_next_uid()?;
+        Ok(1)
+    }
+
+    /// Why this generator cannot make new IDs now, if so: its worker ID's lease was
+    /// lost or expired (final), or its keeper cannot reach the store (until the next
+    /// renewal). `None` for a fixed worker ID, and for a lease in good standing. For
+    /// readiness checks: IDs already in the ring may still be handed out while the lease
+    /// lasts.
+    pub fn worker_id_trouble(&self) -> Option<String> {
+        let state = self.mark.state();
+        state.failure().or_else(|| state.trouble())
     }
 
     /// Slots in the ring.

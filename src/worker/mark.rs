@@ -51,6 +51,10 @@ pub(crate) struct MarkState {
     on_revoke: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     /// Who records the mark, for errors: the lease and its store.
     keeper: String,
+    /// Raises recorded (each one renewed the lease), for monitoring.
+    raises: AtomicU64,
+    /// Times the keeper could not renew, for monitoring.
+    troubles: AtomicU64,
 }
 
 impl std::fmt::Debug for MarkState {
@@ -87,6 +91,8 @@ impl MarkState {
             revoked: AtomicBool::new(false),
             on_revoke: Mutex::new(None),
             keeper,
+            raises: AtomicU64::new(0),
+            troubles: AtomicU64::new(0),
         }
     }
 
@@ -232,6 +238,7 @@ impl MarkState {
             return;
         }
         self.ceiling.fetch_max(ceiling, Ordering::SeqCst);
+        self.raises.fetch_add(1, Ordering::Relaxed);
         self.wanted.store(false, Ordering::SeqCst);
         self.troubled.store(false, Ordering::SeqCst);
         *lock(&self.trouble) = None;
@@ -241,10 +248,19 @@ impl MarkState {
     /// The keeper cannot renew now (`why` names the lease's store and worker ID): a
     /// generator that needs a higher mark fails with it at once instead of waiting.
     pub(crate) fn set_trouble(&self, why: String) {
+        self.troubles.fetch_add(1, Ordering::Relaxed);
         *lock(&self.trouble) = Some(why);
         self.troubled.store(true, Ordering::SeqCst);
         let _guard = lock(&self.failure);
         self.changed.notify_all();
+    }
+
+    /// Raises recorded and times the keeper could not renew, so far.
+    pub(crate) fn renewal_counts(&self) -> (u64, u64) {
+        (
+            self.raises.load(Ordering::Relaxed),
+            self.troubles.load(Ordering::Relaxed),
+        )
     }
 
     /// The keeper's current trouble renewing, if any.

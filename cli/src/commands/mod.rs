@@ -8,6 +8,7 @@ mod layout;
 mod next;
 mod parse;
 mod segment;
+mod serve;
 mod worker;
 
 pub(crate) use bench::Pattern;
@@ -66,6 +67,7 @@ pub(crate) fn execute(
             let supply = bench::Supply::choose(&args, env)?;
             bench::run(&args, &options, supply, stdout)
         }
+        Command::Serve(args) => serve::run(&args, env, stdout),
         Command::Completions { shell } => completions::run(shell, stdout),
     }
 }

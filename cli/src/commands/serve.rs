@@ -1,0 +1,68 @@
+//! `uidgen serve`: the ID service (the uidgen-server crate) on a runtime of its own.
+
+use crate::args::ServeArgs;
+use crate::output::Failure;
+use crate::Env;
+use std::io::Write;
+use uidgen_server::Config;
+
+/// The variables the service reads (besides what the store URL needs).
+const VARIABLES: [&str; 9] = [
+    "UIDGEN_LISTEN",
+    "UIDGEN_STORE",
+    "UIDGEN_LAYOUT",
+    "UIDGEN_MAX_COUNT",
+    "UIDGEN_TAGS",
+    "UIDGEN_CREATE_TAGS",
+    "UIDGEN_ALLOW_PUBLIC",
+    "UIDGEN_TOKENS_FILE",
+    "UIDGEN_TOKENS",
+];
+
+pub(crate) fn run(args: &ServeArgs, env: Env, stdout: &mut dyn Write) -> Result<u8, Failure> {
+    let vars = VARIABLES.iter().filter_map(|name| {
+        env(name).map(|value| (name.to_string(), value.to_string_lossy().into_owned()))
+    });
+    let mut config = Config::load(args.config.as_deref(), vars)?;
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(store) = &args.store {
+        config.store = Some(store.clone());
+    }
+    if let Some(preset) = &args.preset {
+        config.layout = preset.clone();
+    }
+    if !args.tags.is_empty() {
+        config.tags = args.tags.clone();
+    }
+    config.create_tags |= args.create_tags;
+    config.allow_public |= args.allow_public;
+    if let Some(max) = args.max_count {
+        config.max_count = max;
+    }
+    if let Some(file) = &args.tokens_file {
+        config.tokens_file = Some(file.clone());
+        // The file flag wins over UIDGEN_TOKENS_FILE, but not over UIDGEN_TOKENS.
+        if env("UIDGEN_TOKENS").is_none() {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                Failure::msg(format!(
+                    "cannot read the tokens file {}: {e}",
+                    file.display()
+                ))
+            })?;
+            config.tokens = uidgen_server::Tokens::parse(&text, &file.display().to_string())?;
+        }
+    }
+    config.check()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("uidgen-serve")
+        .build()?;
+    let mut announced = Ok(());
+    runtime.block_on(uidgen_server::run(config, |addr| {
+        announced = writeln!(stdout, "listening on http://{addr}").and_then(|()| stdout.flush());
+    }))?;
+    announced.map_err(Failure::stdout)?;
+    Ok(crate::SUCCESS)
+}

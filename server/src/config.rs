@@ -1,0 +1,349 @@
+//! The service's settings: a TOML file, then `UIDGEN_*` variables, then flags (the
+//! command line sets fields on [`Config`] after [`Config::load`]).
+
+use crate::tokens::Tokens;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The largest `count` any route accepts by default.
+pub const DEFAULT_MAX_COUNT: u64 = 100_000;
+/// The most `count` may be set to: a response of that many IDs is about 40 MB of JSON.
+pub const MAX_MAX_COUNT: u64 = 1_000_000;
+/// Where the service listens by default: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
+pub const SNOWFLAKE_GRANT: &str = "@snowflake";
+
+/// Everything the service needs to start. Every field has a default, so an empty file (or
+/// none) serves snowflake IDs on 127.0.0.1:8080 from the embedded store.
+///
+/// ```
+/// let config: uidgen_server::Config = toml::from_str(r#"
+///     listen = "127.0.0.1:9000"
+///     store = "/var/lib/uidgen/ids.sqlite3"
+///     tags = ["order"]
+///     max_count = 5000
+///     [limits]
+///     request_timeout_ms = 2000
+/// "#).unwrap();
+/// assert_eq!(config.max_count, 5000);
+/// ```
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// The address to listen on (default `127.0.0.1:8080`).
+    pub listen: SocketAddr,
+    /// Listen on an address other than loopback with no tokens configured (default
+    /// no: anyone who can reach it could draw IDs).
+    pub allow_public: bool,
+    /// The store URL (any form `uidgen::StoreUrl` reads); default the embedded SQLite
+    /// store that the `uidgen` command uses.
+    pub store: Option<String>,
+    /// The snowflake layout's preset name (default `default`).
+    pub layout: String,
+    /// Segment tags to create at start when missing (counter at 1, step `tag_step`).
+    pub tags: Vec<String>,
+    /// Create a tag on its first request when the store does not have it (default no:
+    /// an unknown tag is 404, so a typo cannot make a tag).
+    pub create_tags: bool,
+    /// The base step of tags the service creates (default 1,000).
+    pub tag_step: u64,
+    /// The largest `count` (or Tinyid `batchSize`) a request may ask for, and the
+    /// largest range (default 100,000; at most 1,000,000).
+    pub max_count: u64,
+    /// Tinyid's `loadingId`: where in a range its client fetches the next, in percent
+    /// of the range (default 20, as Tinyid's server).
+    pub tinyid_loading_percent: u64,
+    /// A file of tokens, one `TOKEN=tag,tag` a line (`*` for every tag,
+    /// `@snowflake` for the snowflake routes); read at start.
+    pub tokens_file: Option<PathBuf>,
+    /// Connection and request limits.
+    pub limits: Limits,
+    /// Tokens from `UIDGEN_TOKENS` or `tokens_file`; never from the TOML itself, so a
+    /// config file can be shown without showing a secret.
+    #[serde(skip)]
+    pub tokens: Tokens,
+}
+
+/// Connection and request limits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Limits {
+    /// A request's whole time, answer included (default 5,000 ms; 408 past it).
+    pub request_timeout_ms: u64,
+    /// Time for a connection to send a request's headers (default 5,000 ms; the
+    /// connection is closed past it).
+    pub header_timeout_ms: u64,
+    /// Open connections at once (default 10,000); more wait to be accepted.
+    pub max_connections: usize,
+    /// A request body's size (default 16 KiB; 413 past it).
+    pub max_body_bytes: usize,
+    /// Time given to in-flight requests on SIGTERM/SIGINT (default 10,000 ms).
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            request_timeout_ms: 5_000,
+            header_timeout_ms: 5_000,
+            max_connections: 10_000,
+            max_body_bytes: 16 * 1024,
+            shutdown_grace_ms: 10_000,
+        }
+    }
+}
+
+impl Limits {
+    pub(crate) fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+    pub(crate) fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
+    }
+    pub(crate) fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN.parse().expect("a valid address"),
+            allow_public: false,
+            store: None,
+            layout: "default".into(),
+            tags: Vec::new(),
+            create_tags: false,
+            tag_step: 1_000,
+            max_count: DEFAULT_MAX_COUNT,
+            tinyid_loading_percent: 20,
+            tokens_file: None,
+            limits: Limits::default(),
+            tokens: Tokens::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("allow_public", &self.allow_public)
+            .field(
+                "store",
+                &self.store.as_deref().map(uidgen_store_redacted).as_deref(),
+            )
+            .field("layout", &self.layout)
+            .field("tags", &self.tags)
+            .field("create_tags", &self.create_tags)
+            .field("max_count", &self.max_count)
+            .field("tokens", &self.tokens)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A store URL as it may be shown: parsed and described, or only its scheme.
+fn uidgen_store_redacted(url: &str) -> String {
+    match uidgen::StoreUrl::parse(url) {
+        Ok(parsed) => format!("{parsed:?}"),
+        Err(_) => "<a store URL that cannot be read>".into(),
+    }
+}
+
+/// A setting that cannot be used: names the setting, the value (never a secret) and
+/// what is allowed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML, or has an unknown key or a wrong type.
+    #[error("the config file {path} is not valid: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The TOML parser's words (they quote the line, which holds no token: tokens
+        /// are never read from this file).
+        message: String,
+    },
+    /// A variable or setting out of its range.
+    #[error("{field} = {value} is not allowed: {limit}")]
+    Invalid {
+        /// The setting.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        limit: String,
+    },
+    /// A token list that cannot be read (the token itself is never named).
+    #[error("tokens from {source_name}: {problem}")]
+    Tokens {
+        /// `UIDGEN_TOKENS` or the file.
+        source_name: String,
+        /// What is wrong, with the line number.
+        problem: String,
+    },
+}
+
+impl Config {
+    /// The file's settings (or the defaults with no file), then `UIDGEN_*` variables
+    /// from `env` (pass `std::env::vars()`): `UIDGEN_LISTEN`, `UIDGEN_STORE`,
+    /// `UIDGEN_LAYOUT`, `UIDGEN_MAX_COUNT`, `UIDGEN_TAGS` (comma-separated),
+    /// `UIDGEN_CREATE_TAGS`, `UIDGEN_ALLOW_PUBLIC`, `UIDGEN_TOKENS_FILE`, and the tokens
+    /// themselves in `UIDGEN_TOKENS` (`TOKEN=tag,tag;TOKEN2=*`). Tokens are read last,
+    /// from the variable or the file; call [`check`](Self::check) after setting flags.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?;
+                toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                    path: path.to_owned(),
+                    message: e.to_string(),
+                })?
+            }
+            None => Config::default(),
+        };
+        let mut tokens_var = None;
+        for (key, value) in env {
+            match key.as_str() {
+                "UIDGEN_LISTEN" => config.listen = parse_field("UIDGEN_LISTEN", &value)?,
+                "UIDGEN_STORE" => config.store = Some(value),
+                "UIDGEN_LAYOUT" => config.layout = value,
+                "UIDGEN_MAX_COUNT" => config.max_count = parse_field("UIDGEN_MAX_COUNT", &value)?,
+                "UIDGEN_TAGS" => {
+                    config.tags = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(String::from)
+                        .collect()
+                }
+                "UIDGEN_CREATE_TAGS" => {
+                    config.create_tags = parse_field("UIDGEN_CREATE_TAGS", &value)?
+                }
+                "UIDGEN_ALLOW_PUBLIC" => {
+                    config.allow_public = parse_field("UIDGEN_ALLOW_PUBLIC", &value)?
+                }
+                "UIDGEN_TOKENS_FILE" => config.tokens_file = Some(value.into()),
+                "UIDGEN_TOKENS" => tokens_var = Some(value),
+                _ => {}
+            }
+        }
+        config.tokens = match (tokens_var, &config.tokens_file) {
+            (Some(text), _) => Tokens::parse(&text, "UIDGEN_TOKENS")?,
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Tokens {
+                    source_name: path.display().to_string(),
+                    problem: format!("cannot read it: {e}"),
+                })?;
+                Tokens::parse(&text, &path.display().to_string())?
+            }
+            (None, None) => Tokens::default(),
+        };
+        Ok(config)
+    }
+
+    /// Checks the settings against each other: limits in range, and no public address
+    /// without tokens unless `allow_public`.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let invalid = |field, value: String, limit: &str| ConfigError::Invalid {
+            field,
+            value,
+            limit: limit.into(),
+        };
+        if self.max_count == 0 || self.max_count > MAX_MAX_COUNT {
+            return Err(invalid(
+                "max_count",
+                self.max_count.to_string(),
+                "1 to 1000000",
+            ));
+        }
+        if self.tag_step == 0 || self.tag_step > uidgen::MAX_BASE_STEP {
+            return Err(invalid(
+                "tag_step",
+                self.tag_step.to_string(),
+                &format!("1 to {}", uidgen::MAX_BASE_STEP),
+            ));
+        }
+        if !(1..=100).contains(&self.tinyid_loading_percent) {
+            return Err(invalid(
+                "tinyid_loading_percent",
+                self.tinyid_loading_percent.to_string(),
+                "1 to 100",
+            ));
+        }
+        let limits = &self.limits;
+        for (field, value) in [
+            ("limits.request_timeout_ms", limits.request_timeout_ms),
+            ("limits.header_timeout_ms", limits.header_timeout_ms),
+        ] {
+            if !(1..=3_600_000).contains(&value) {
+                return Err(invalid(field, value.to_string(), "1 to 3600000 (1 hour)"));
+            }
+        }
+        if limits.shutdown_grace_ms > 3_600_000 {
+            return Err(invalid(
+                "limits.shutdown_grace_ms",
+                limits.shutdown_grace_ms.to_string(),
+                "0 to 3600000 (1 hour)",
+            ));
+        }
+        if !(1..=1_000_000).contains(&limits.max_connections) {
+            return Err(invalid(
+                "limits.max_connections",
+                limits.max_connections.to_string(),
+                "1 to 1000000",
+            ));
+        }
+        if !(1..=16 * 1024 * 1024).contains(&limits.max_body_bytes) {
+            return Err(invalid(
+                "limits.max_body_bytes",
+                limits.max_body_bytes.to_string(),
+                "1 to 16777216 (16 MiB)",
+            ));
+        }
+        if !self.listen.ip().is_loopback() && self.tokens.is_empty() && !self.allow_public {
+            return Err(invalid(
+                "listen",
+                self.listen.to_string(),
+                "a loopback address while no tokens are configured: set tokens \
+                 (UIDGEN_TOKENS or tokens_file), or allow_public = true \
+                 (--allow-public) to serve anyone who can reach it",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn parse_field<T: std::str::FromStr>(field: &'static str, value: &str) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .trim()
+        .parse()
+        .map_err(|e: T::Err| ConfigError::Invalid {
+            field,
+            value: value.chars().take(80).collect(),
+            limit: e.to_string(),
+        })
+}

@@ -1,0 +1,446 @@
+//! Where the service's IDs come from: one cached snowflake generator on a leased worker
+//! ID, one segment generator per tag (made on first use), and ranges straight from the
+//! segment store for smart clients.
+
+use crate::config::{Config, SNOWFLAKE_GRANT};
+use crate::error::{shown_tag, ApiError};
+use crate::metrics::Metrics;
+use axum::http::StatusCode;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use uidgen::{
+    BitsAllocator, CachedUidGenerator, Preset, SegmentError, SegmentGenerator, SegmentStore,
+    StoreError, StoreUrl, UidError, UidGenerator,
+};
+
+/// The most segment tags one service serves at once (each holds a generator).
+pub const MAX_SERVED_TAGS: usize = 10_000;
+/// The readiness probe's tag: read, never created.
+const PROBE_TAG: &str = "uidgen-readiness-probe";
+/// How recent the last good store call must be for the service to be ready.
+const STORE_FRESH: Duration = Duration::from_secs(3);
+/// How long a store call may take before it counts as failed (and the service stops
+/// being ready).
+pub(crate) const STORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// A setting is wrong.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The store URL cannot be read or the store cannot be opened.
+    #[error("the store: {0}")]
+    Store(#[from] StoreError),
+    /// No worker ID could be leased.
+    #[error("no worker ID for the snowflake generator: {0}")]
+    WorkerId(#[from] uidgen::WorkerIdError),
+    /// The snowflake generator could not be built.
+    #[error("the snowflake generator: {0}")]
+    Generator(#[from] uidgen::ConfigError),
+    /// A configured segment tag could not be set up.
+    #[error("segment tag {tag}: {source}")]
+    Segment {
+        /// The tag (quoted, shortened).
+        tag: String,
+        /// Why.
+        source: Box<SegmentError>,
+    },
+    /// The address cannot be listened on.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The service's ID sources and state, shared by every request.
+pub struct Ids {
+    pub(crate) config: Config,
+    snowflake: CachedUidGenerator,
+    store: Arc<dyn SegmentStore>,
+    segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
+    /// Each served tag's base step, the size of a range handed to Tinyid's client.
+    steps: RwLock<HashMap<String, u64>>,
+    /// Only one task sets up a tag at a time (so two requests do not build two
+    /// generators for one tag).
+    setting_up: tokio::sync::Mutex<()>,
+    pub(crate) metrics: Metrics,
+    /// When the store last answered, in ms since `started` (0: never).
+    store_ok_at: AtomicU64,
+    started: Instant,
+    store_error: RwLock<Option<String>>,
+    shutting_down: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Ids {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ids")
+            .field("store", &self.store)
+            .field("worker_id", &self.snowflake.worker_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ids {
+    /// Opens the store, leases a worker ID, fills the snowflake ring and sets up the
+    /// configured tags. Blocks (store calls): call it before serving, or on a blocking
+    /// thread.
+    pub fn start(config: Config) -> Result<Self, StartError> {
+        config.check()?;
+        let url = match &config.store {
+            Some(url) => StoreUrl::parse(url)?,
+            None => StoreUrl::embedded()?,
+        }
+        .timeout(STORE_TIMEOUT);
+        let preset: Preset = config.layout.parse().map_err(|e: uidgen::ConfigError| {
+            crate::config::ConfigError::Invalid {
+                field: "layout",
+                value: config.layout.chars().take(40).collect(),
+                limit: e.to_string(),
+            }
+        })?;
+        let bits = BitsAllocator::preset(preset)?;
+        let snowflake = CachedUidGenerator::builder()
+            .allocator(bits)
+            .store(url.clone())?
+            .build()?;
+        let store: Arc<dyn SegmentStore> = Arc::from(url.segment_store()?);
+        let ids = Self {
+            snowflake,
+            store,
+            segments: RwLock::new(HashMap::new()),
+            steps: RwLock::new(HashMap::new()),
+            setting_up: tokio::sync::Mutex::new(()),
+            metrics: Metrics::new(),
+            store_ok_at: AtomicU64::new(0),
+            started: Instant::now(),
+            store_error: RwLock::new(None),
+            shutting_down: false.into(),
+            config,
+        };
+        for tag in ids.config.tags.clone() {
+            let generator = build_segment(Arc::clone(&ids.store), &tag, Some(ids.config.tag_step))
+                .map_err(|source| StartError::Segment {
+                    tag: shown_tag(&tag),
+                    source: Box::new(source),
+                })?;
+            write(&ids.segments).insert(tag, Arc::new(generator));
+        }
+        ids.probe_store();
+        Ok(ids)
+    }
+
+    /// The snowflake generator.
+    pub fn snowflake(&self) -> &CachedUidGenerator {
+        &self.snowflake
+    }
+
+    /// The snowflake layout.
+    pub fn layout(&self) -> &BitsAllocator {
+        self.snowflake.allocator()
+    }
+
+    /// `count` snowflake IDs, in increasing order; waits (without blocking the runtime)
+    /// only while the ring is empty.
+    pub(crate) async fn snowflake_ids(&self, count: usize) -> Result<Vec<u64>, ApiError> {
+        let mut out = vec![0u64; count];
+        let mut filled = 0;
+        while filled < count {
+            match self.snowflake.try_next_uids(&mut out[filled..]) {
+                Ok(n) => filled += n,
+                Err(UidError::WouldBlock { .. }) => {
+                    out[filled] = self
+                        .snowflake
+                        .next_uid_async()
+                        .await
+                        .map_err(|e| self.id_error(e))?;
+                    filled += 1;
+                }
+                Err(e) => return Err(self.id_error(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `count` IDs of `tag`, in increasing order.
+    pub(crate) async fn segment_ids(&self, tag: &str, count: usize) -> Result<Vec<u64>, ApiError> {
+        let generator = self.segment(tag).await?;
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            match generator.try_next_uid() {
+                Ok(id) => out.push(id),
+                Err(UidError::WouldBlock { .. }) => out.push(
+                    generator
+                        .next_uid_async()
+                        .await
+                        .map_err(|e| self.id_error(e))?,
+                ),
+                Err(e) => return Err(self.id_error(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A range of `count` IDs of `tag` taken from the store now and marked used there:
+    /// `[first, first + count)`. For clients that hand out IDs themselves.
+    pub(crate) async fn range(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
+        self.check_tag(tag)?;
+        let first = self.range_once(tag, count).await;
+        match first {
+            Err(ApiError { status, .. })
+                if status == StatusCode::NOT_FOUND && self.config.create_tags =>
+            {
+                // Creating is what setting up a generator does; then take the range.
+                self.segment(tag).await?;
+                self.range_once(tag, count).await
+            }
+            other => other,
+        }
+    }
+
+    /// The tag's base step as the store holds it (read once per tag).
+    pub(crate) async fn tag_step(&self, tag: &str) -> Result<u64, ApiError> {
+        if let Some(step) = read(&self.steps).get(tag) {
+            return Ok(*step);
+        }
+        // Sets the tag up (creating it if allowed), so a missing tag is a 404 here.
+        self.segment(tag).await?;
+        let store = Arc::clone(&self.store);
+        let owned = tag.to_owned();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || store.tag(&owned))
+            .await
+            .map_err(|_| ApiError::unavailable("the store call panicked"))?;
+        self.metrics
+            .store_call("tag_step", started.elapsed(), result.is_ok());
+        match result {
+            Ok(Some(record)) => {
+                let step = record.step.clamp(1, self.config.max_count);
+                write(&self.steps).insert(tag.to_owned(), step);
+                Ok(step)
+            }
+            Ok(None) => Err(ApiError::unknown_tag(tag)),
+            Err(e) => Err(ApiError::unavailable(format!("the store failed: {e}"))),
+        }
+    }
+
+    async fn range_once(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
+        let store = Arc::clone(&self.store);
+        let owned = tag.to_owned();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || store.allocate(&owned, count))
+            .await
+            .map_err(|_| ApiError::unavailable("the store call panicked"))?;
+        self.metrics
+            .store_call("range", started.elapsed(), result.is_ok());
+        match result {
+            Ok(end) => Ok(end - count),
+            Err(StoreError::MissingTag { .. }) => Err(ApiError::unknown_tag(tag)),
+            Err(StoreError::InvalidSegment { problem, .. }) => Err(ApiError::bad_request(
+                format!(
+                    "a range of {count} IDs of {} cannot be taken",
+                    shown_tag(tag)
+                ),
+                problem,
+            )),
+            Err(e) => Err(ApiError::unavailable(format!("the store failed: {e}"))),
+        }
+    }
+
+    /// Refuses a tag no store can hold before any store call.
+    fn check_tag(&self, tag: &str) -> Result<(), ApiError> {
+        if tag.is_empty()
+            || tag.chars().count() > uidgen::MAX_TAG_LEN
+            || tag.chars().any(char::is_control)
+            || tag.trim() != tag
+        {
+            return Err(ApiError::bad_request(
+                format!("the tag {} cannot be used", shown_tag(tag)),
+                format!(
+                    "1 to {} characters, without control characters or white space at either end",
+                    uidgen::MAX_TAG_LEN
+                ),
+            ));
+        }
+        if tag == SNOWFLAKE_GRANT {
+            return Err(ApiError::bad_request(
+                format!("{SNOWFLAKE_GRANT} names the snowflake routes, not a segment tag"),
+                "a tag the store holds",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The tag's generator, set up on first use.
+    pub(crate) async fn segment(&self, tag: &str) -> Result<Arc<SegmentGenerator>, ApiError> {
+        if let Some(generator) = read(&self.segments).get(tag) {
+            return Ok(Arc::clone(generator));
+        }
+        self.check_tag(tag)?;
+        if self.shutting_down.load(Ordering::Relaxed) {
+            return Err(ApiError::unavailable("the service is shutting down"));
+        }
+        let _one_at_a_time = self.setting_up.lock().await;
+        if let Some(generator) = read(&self.segments).get(tag) {
+            return Ok(Arc::clone(generator));
+        }
+        if read(&self.segments).len() >= MAX_SERVED_TAGS {
+            return Err(ApiError::unavailable(format!(
+                "this service serves {MAX_SERVED_TAGS} tags already, its limit"
+            )));
+        }
+        let started = Instant::now();
+        let (store, owned) = (Arc::clone(&self.store), tag.to_owned());
+        let step = self.config.create_tags.then_some(self.config.tag_step);
+        let result = tokio::task::spawn_blocking(move || build_segment(store, &owned, step))
+            .await
+            .map_err(|_| ApiError::unavailable("setting up the tag panicked"))?;
+        self.metrics
+            .store_call("tag_setup", started.elapsed(), result.is_ok());
+        match result {
+            Ok(generator) => {
+                let generator = Arc::new(generator);
+                write(&self.segments).insert(tag.to_owned(), Arc::clone(&generator));
+                Ok(generator)
+            }
+            Err(SegmentError::Store(StoreError::MissingTag { .. })) => {
+                Err(ApiError::unknown_tag(tag))
+            }
+            Err(SegmentError::Store(StoreError::InvalidName { rule, .. })) => Err(
+                ApiError::bad_request(format!("the tag {} cannot be used", shown_tag(tag)), rule),
+            ),
+            Err(e) => Err(ApiError::unavailable(format!(
+                "cannot set up tag {}: {e}",
+                shown_tag(tag)
+            ))),
+        }
+    }
+
+    fn id_error(&self, e: UidError) -> ApiError {
+        ApiError::unavailable(format!("no ID now: {e}"))
+    }
+
+    /// Reads the store once (a tag that is never created), for readiness and the store
+    /// latency metric.
+    pub(crate) fn probe_store(&self) {
+        let started = Instant::now();
+        let result = self.store.tag(PROBE_TAG);
+        self.metrics
+            .store_call("probe", started.elapsed(), result.is_ok());
+        match result {
+            Ok(_) => {
+                let at = self.started.elapsed().as_millis() as u64;
+                self.store_ok_at.store(at.max(1), Ordering::Relaxed);
+                *write(&self.store_error) = None;
+            }
+            Err(e) => *write(&self.store_error) = Some(e.to_string()),
+        }
+    }
+
+    /// Why the service is not ready, if it is not: the worker ID's lease in trouble,
+    /// the ring empty, or the store not answering.
+    pub fn not_ready(&self) -> Option<String> {
+        if self.shutting_down.load(Ordering::Relaxed) {
+            return Some("shutting down".into());
+        }
+        if let Some(why) = self.snowflake.worker_id_trouble() {
+            return Some(format!("worker ID {}: {why}", self.snowflake.worker_id()));
+        }
+        if self.snowflake.stats().len == 0 {
+            return Some("the snowflake ring is empty".into());
+        }
+        let ok_at = self.store_ok_at.load(Ordering::Relaxed);
+        let now = self.started.elapsed().as_millis() as u64;
+        if ok_at == 0 || now.saturating_sub(ok_at) > STORE_FRESH.as_millis() as u64 {
+            let why = read(&self.store_error)
+                .clone()
+                .unwrap_or_else(|| format!("no answer for {} ms", now.saturating_sub(ok_at)));
+            return Some(format!("the store ({}): {why}", self.store.describe()));
+        }
+        None
+    }
+
+    /// Refreshes the gauges and copied counters, then encodes every metric.
+    pub(crate) fn metrics_text(&self) -> String {
+        use crate::metrics::{set_counter, TagLabel};
+        let m = &self.metrics;
+        let stats = self.snowflake.stats();
+        m.ring_ids.set(stats.len as i64);
+        m.ring_capacity.set(stats.capacity as i64);
+        m.time_ahead.set(self.snowflake.time_ahead().as_secs_f64());
+        set_counter(&m.lease_renewals, stats.lease_renewals);
+        set_counter(&m.lease_renewal_failures, stats.lease_renewal_failures);
+        set_counter(&m.clock_rollbacks, stats.clock_rollbacks);
+        set_counter(
+            &m.rejected_takes.get_or_create(&TagLabel {
+                tag: SNOWFLAKE_GRANT.into(),
+            }),
+            stats.rejected_takes,
+        );
+        for (tag, generator) in read(&self.segments).iter() {
+            let stats = generator.stats();
+            let label = TagLabel { tag: tag.clone() };
+            m.segment_ids_left
+                .get_or_create(&label)
+                .set(stats.ids_left.min(i64::MAX as u64) as i64);
+            if let Some(runway) = stats.runway {
+                m.segment_runway
+                    .get_or_create(&label)
+                    .set(runway.as_secs_f64());
+            }
+            set_counter(&m.rejected_takes.get_or_create(&label), stats.hungry_takes);
+        }
+        m.ready.set(i64::from(self.not_ready().is_none()));
+        m.encode()
+    }
+
+    /// Stops setting up tags and gives every tag's unused tail back to the store (so the
+    /// next service's first ID of a tag is this one's last + 1); logs each outcome.
+    /// The snowflake generator releases its worker ID with its exact time mark when the
+    /// `Ids` is dropped.
+    pub fn give_back(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+        let segments: Vec<_> = write(&self.segments).drain().collect();
+        for (tag, generator) in segments {
+            match Arc::try_unwrap(generator) {
+                Ok(generator) => match generator.shutdown() {
+                    Ok(outcome) => tracing::info!(tag = %shown_tag(&tag), ?outcome, "segment tail"),
+                    Err(e) => {
+                        tracing::warn!(tag = %shown_tag(&tag), error = %e, "segment tail not given back")
+                    }
+                },
+                // A request still holds it: dropping the last handle gives the tail back.
+                Err(_) => {
+                    tracing::warn!(tag = %shown_tag(&tag), "segment tag still in use at shutdown; its tail is given back when the last request ends")
+                }
+            }
+        }
+    }
+}
+
+/// The tag's generator, creating the tag with base step `create` if asked.
+fn build_segment(
+    store: Arc<dyn SegmentStore>,
+    tag: &str,
+    create: Option<u64>,
+) -> Result<SegmentGenerator, SegmentError> {
+    let mut builder = SegmentGenerator::builder(store, tag);
+    if let Some(step) = create {
+        builder = builder.create_missing(step);
+    }
+    builder.build()
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
+}

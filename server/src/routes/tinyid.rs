@@ -1,0 +1,187 @@
+//! Didi Tinyid's routes under `/tinyid`: any method, parameters in the query or a form
+//! body, a `token` parameter. Bodies are Tinyid's own where its clients parse them. On
+//! failure the JSON routes keep Tinyid's codes (5 `token is error`, 6 anything else)
+//! and the simple routes answer a one-line reason; both with an HTTP status that says
+//! what happened (Tinyid's client reads a body only from a 200), never an empty 200.
+
+use super::{authorize, parse_count, text, Params};
+use crate::error::ApiError;
+use crate::ids::Ids;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Serialize;
+use std::sync::Arc;
+
+const TOKEN_ERROR: i32 = 5;
+const SYSTEM_ERROR: i32 = 6;
+
+/// Tinyid's `Response`: fields in its order.
+#[derive(Serialize)]
+struct Envelope<T: Serialize> {
+    data: Option<T>,
+    code: i32,
+    message: String,
+}
+
+/// Tinyid's `SegmentId` as its server writes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SegmentId {
+    max_id: u64,
+    loading_id: u64,
+    current_id: u64,
+    delta: u64,
+    remainder: u64,
+}
+
+struct Request {
+    params: Params,
+}
+
+impl Request {
+    fn new(query: Option<String>, body: &Bytes) -> Self {
+        Self {
+            params: Params::from_parts(query.as_deref(), body),
+        }
+    }
+
+    /// The biz type, checked against the token.
+    fn biz_type(&self, ids: &Ids) -> Result<String, ApiError> {
+        let Some(biz_type) = self.params.get("bizType") else {
+            return Err(ApiError::bad_request(
+                "the bizType parameter is missing",
+                "bizType=<a segment tag>",
+            ));
+        };
+        authorize(ids, self.params.get("token"), biz_type)?;
+        Ok(biz_type.to_owned())
+    }
+}
+
+/// The JSON answer of a failure: Tinyid's code, our status and message.
+fn envelope_error(e: ApiError) -> Response {
+    let code = match e.status {
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TOKEN_ERROR,
+        _ => SYSTEM_ERROR,
+    };
+    let message = if code == TOKEN_ERROR {
+        "token is error".to_owned()
+    } else {
+        match &e.limit {
+            Some(limit) => format!("{} (allowed: {limit})", e.error),
+            None => e.error.clone(),
+        }
+    };
+    let body = Envelope::<()> {
+        data: None,
+        code,
+        message,
+    };
+    super::json(e.status, serde_json::to_string(&body).unwrap_or_default())
+}
+
+fn envelope_ok<T: Serialize>(data: T) -> Response {
+    let body = Envelope {
+        data: Some(data),
+        code: 200,
+        message: String::new(),
+    };
+    super::json(
+        StatusCode::OK,
+        serde_json::to_string(&body).unwrap_or_default(),
+    )
+}
+
+/// The text answer of a failure.
+fn simple_error(e: ApiError) -> Response {
+    let line = match &e.limit {
+        Some(limit) => format!("error: {} (allowed: {limit})\n", e.error),
+        None => format!("error: {}\n", e.error),
+    };
+    text(e.status, line)
+}
+
+async fn draw(ids: &Ids, request: &Request) -> Result<(String, Vec<u64>), ApiError> {
+    let biz_type = request.biz_type(ids)?;
+    let count = parse_count(ids, "batchSize", request.params.get("batchSize"))?;
+    let out = ids.segment_ids(&biz_type, count).await?;
+    ids.metrics.served("tinyid", &biz_type, out.len());
+    Ok((biz_type, out))
+}
+
+/// A range for Tinyid's client: it hands out `(currentId, maxId]` itself and asks for
+/// the next range once it reaches `loadingId`.
+async fn segment_id(ids: &Ids, request: &Request) -> Result<SegmentId, ApiError> {
+    let biz_type = request.biz_type(ids)?;
+    let step = ids.tag_step(&biz_type).await?;
+    let first = ids.range(&biz_type, step).await?;
+    ids.metrics
+        .served("tinyid_segment", &biz_type, step as usize);
+    let current_id = first - 1;
+    Ok(SegmentId {
+        max_id: current_id + step,
+        loading_id: current_id + step * ids.config.tinyid_loading_percent / 100,
+        current_id,
+        delta: 1,
+        remainder: 0,
+    })
+}
+
+/// `/tinyid/id/nextId?bizType=&token=&batchSize=`: `{"data":[…],"code":200,"message":""}`.
+pub(super) async fn next_id(
+    State(ids): State<Arc<Ids>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    match draw(&ids, &Request::new(query, &body)).await {
+        Ok((_, out)) => envelope_ok(out),
+        Err(e) => envelope_error(e),
+    }
+}
+
+/// `/tinyid/id/nextIdSimple`: `3`, or `4,5,6` for a batch.
+pub(super) async fn next_id_simple(
+    State(ids): State<Arc<Ids>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    match draw(&ids, &Request::new(query, &body)).await {
+        Ok((_, out)) => {
+            let line: Vec<String> = out.iter().map(u64::to_string).collect();
+            text(StatusCode::OK, line.join(","))
+        }
+        Err(e) => simple_error(e),
+    }
+}
+
+/// `/tinyid/id/nextSegmentId`: the range as Tinyid's JSON.
+pub(super) async fn next_segment_id(
+    State(ids): State<Arc<Ids>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    match segment_id(&ids, &Request::new(query, &body)).await {
+        Ok(segment) => envelope_ok(segment),
+        Err(e) => envelope_error(e),
+    }
+}
+
+/// `/tinyid/id/nextSegmentIdSimple`: `currentId,loadingId,maxId,delta,remainder`.
+pub(super) async fn next_segment_id_simple(
+    State(ids): State<Arc<Ids>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    match segment_id(&ids, &Request::new(query, &body)).await {
+        Ok(s) => text(
+            StatusCode::OK,
+            format!(
+                "{},{},{},{},{}",
+                s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+            ),
+        ),
+        Err(e) => simple_error(e),
+    }
+}
