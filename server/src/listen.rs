@@ -12,8 +12,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-/// The largest request head (request line and headers) read, in bytes; past it the
-/// answer is 431.
+/// The read buffer for a request head (request line and headers), in bytes: a head that
+/// does not fit is answered 431. hyper checks between reads, so a head up to one read
+/// beyond it can still pass.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// Serves `ids` on `listener` until `shutdown` completes, then stops accepting, lets

@@ -1,0 +1,324 @@
+//! `uidgen serve` as a process: SIGTERM gives back and releases, nothing logs a token,
+//! /readyz follows the store, and Tinyid's own Java client draws from two services.
+
+#[path = "../../tests/support/relay.rs"]
+mod relay;
+#[path = "../../tests/support/servers.rs"]
+mod servers;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `uidgen serve`, killed on drop.
+struct Serve {
+    child: Child,
+    base: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Serve {
+    fn start(args: &[&str], envs: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_uidgen"));
+        command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("UIDGEN_TOKENS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in envs {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("uidgen serve starts");
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut err_pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = err_pipe.read_to_string(&mut text);
+            sink.lock().unwrap().push_str(&text);
+        });
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(200));
+                panic!(
+                    "uidgen serve {args:?} did not say where it listens within 60 s; stderr: {}",
+                    stderr.lock().unwrap()
+                )
+            });
+        let base = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Serve {
+            child,
+            base,
+            stderr,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    fn port(&self) -> &str {
+        self.base.rsplit(':').next().unwrap()
+    }
+
+    /// SIGTERM, then the exit status (within 15 s).
+    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+        // SAFETY: kill(2) on our own child's pid; no memory is shared.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                std::thread::sleep(Duration::from_millis(100));
+                let stderr = self.stderr.lock().unwrap().clone();
+                return (status, stderr);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "uidgen serve did not exit within 15 s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// curl: (status, body).
+fn curl(args: &[&str]) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-S", "--max-time", "20", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (status.parse().unwrap_or(0), body.to_owned())
+}
+
+fn ids_of(body: &str) -> Vec<u64> {
+    let value: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
+    value["ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ids in {body}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn sigterm_gives_the_tail_back_releases_the_worker_id_and_no_log_line_shows_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let store = store.to_str().unwrap();
+    const TOKEN: &str = "s3cret-token-for-the-log-test-42";
+    let tokens = format!("{TOKEN}=*");
+    let envs = [("UIDGEN_TOKENS", tokens.as_str()), ("RUST_LOG", "trace")];
+    let server = Serve::start(&["--store", store, "--tag", "order"], &envs);
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let (status, body) = curl(&["-H", &bearer, &server.url("/v1/segment/order?count=7")]);
+    assert_eq!(status, 200, "{body}");
+    let last = *ids_of(&body).last().unwrap();
+    let (status, _) = curl(&[&server.url(&format!(
+        "/tinyid/id/nextIdSimple?bizType=order&token={TOKEN}"
+    ))]);
+    assert_eq!(status, 200);
+    let last = last + 1;
+    let (status, _) = curl(&[
+        "-H",
+        "Authorization: Bearer wrong-token-xxxxxxxxxxxx",
+        &server.url("/v1/snowflake"),
+    ]);
+    assert_eq!(status, 401);
+
+    let (exit, stderr) = server.terminate();
+    assert!(
+        exit.success(),
+        "exit {exit:?} after SIGTERM; stderr: {stderr}"
+    );
+    assert!(
+        !stderr.contains(TOKEN),
+        "a log line shows the token: {stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+
+    // The worker ID is free again, and the tag goes on right after the last ID served.
+    let list = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+        .args(["worker", "list", "--store", store])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.contains("0 of 1024 worker IDs held"), "{list}");
+    let next = Serve::start(&["--store", store, "--tag", "order"], &[]);
+    let (status, body) = curl(&[&next.url("/v1/segment/order")]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids_of(&body), vec![last + 1], "the tail was given back");
+}
+
+#[test]
+fn flags_that_cannot_be_used_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let store = store.to_str().unwrap();
+    for (mut args, envs, expected) in [
+        (vec!["--listen", "0.0.0.0:0"], vec![], "allow_public"),
+        (vec!["--max-count", "0"], vec![], "max_count"),
+        (vec!["--preset", "nope"], vec![], "layout"),
+        (vec![], vec![("UIDGEN_TOKENS", "short=x")], "UIDGEN_TOKENS"),
+        (vec!["--store", "mysql:root:pw@host/db"], vec![], "store"),
+    ] {
+        if !args.contains(&"--store") {
+            args.extend(["--store", store]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+            .arg("serve")
+            .args(&args)
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("pw@"), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn readyz_is_503_naming_the_store_while_it_is_cut_and_200_when_it_is_back() {
+    // `via` also says where the URL points: the relay forwards there.
+    let (_, upstream) = relay::via(&servers::mysql_url(), "127.0.0.1:1".parse().unwrap());
+    let relay = relay::Relay::to(upstream);
+    let (url, _) = relay::via(&servers::mysql_url(), relay.addr);
+    let table_free_tag = format!("ready-{}", servers::random_suffix());
+    let server = Serve::start(&["--store", &url, "--tag", &table_free_tag], &[]);
+    let readyz = || curl(&[&server.url("/readyz")]);
+    assert_eq!(readyz().0, 200, "{}", readyz().1);
+    relay.cut();
+    let cut_at = Instant::now();
+    let (status, body) = loop {
+        let (status, body) = readyz();
+        if status == 503 || cut_at.elapsed() > Duration::from_secs(15) {
+            break (status, body);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        status, 503,
+        "still ready 15 s after the store was cut: {body}"
+    );
+    assert!(body.contains("MySQL") || body.contains("mysql"), "{body}");
+    relay.restore();
+    let back_at = Instant::now();
+    loop {
+        let (status, body) = readyz();
+        if status == 200 {
+            break;
+        }
+        assert!(
+            back_at.elapsed() < Duration::from_secs(30),
+            "not ready 30 s after the store came back: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, _) = curl(&[&server.url("/healthz")]);
+    assert_eq!(status, 200);
+}
+
+/// Builds Tinyid's vendored client and our driver with javac.
+fn build_tinyid_client(out: &Path) {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/tests/tinyid-client/build.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .arg(out)
+        .status()
+        .expect("bash runs");
+    assert!(
+        status.success(),
+        "building Tinyid's Java client failed (JDK 17's javac is needed: apt-get install openjdk-17-jdk-headless)"
+    );
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn tinyids_own_java_client_draws_distinct_ids_from_two_services_on_one_mariadb() {
+    let classes = tempfile::tempdir().unwrap();
+    build_tinyid_client(classes.path());
+    let tag = format!("tinyid-{}", servers::random_suffix());
+    const TOKEN: &str = "tinyid-client-token-0123456789";
+    let tokens = format!("{TOKEN}={tag}");
+    let store = servers::mysql_url();
+    let envs = [("UIDGEN_TOKENS", tokens.as_str())];
+    let a = Serve::start(&["--store", &store, "--tag", &tag], &envs);
+    let b = Serve::start(&["--store", &store, "--tag", &tag], &envs);
+    let servers = format!("127.0.0.1:{},127.0.0.1:{}", a.port(), b.port());
+    let (processes, threads, per_thread) = (4, 4, 50_000);
+    let clients: Vec<Child> = (0..processes)
+        .map(|_| {
+            Command::new("java")
+                .args(["-cp", classes.path().to_str().unwrap(), "TinyidDriver"])
+                .args([&servers, TOKEN, &tag])
+                .args([threads.to_string(), per_thread.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("java runs")
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut total = 0usize;
+    for client in clients {
+        let out = client.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "Tinyid's client failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let id: u64 = line
+                .parse()
+                .unwrap_or_else(|_| panic!("not an ID: {line:?}"));
+            assert!(seen.insert(id), "ID {id} handed out twice");
+            total += 1;
+        }
+    }
+    assert_eq!(total, processes * threads * per_thread);
+    // Both services handed out ranges (the client picks a server at random per fetch).
+    for server in [&a, &b] {
+        let (_, metrics) = curl(&[&server.url("/metrics")]);
+        let served = metrics
+            .lines()
+            .find(|l| l.starts_with("uidgen_ids_served_total{route=\"tinyid_segment\""))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        assert!(served > 0, "a service served no range: {metrics}");
+    }
+}

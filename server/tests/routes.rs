@@ -1,0 +1,372 @@
+//! Every route answered as its clients parse it, asked with curl; hostile requests get a
+//! 4xx that names the problem; tokens.
+
+mod support;
+
+use serde_json::Value;
+use std::collections::HashSet;
+use support::{curl, get, TestServer};
+
+fn decimal(body: &str) -> u64 {
+    assert!(
+        !body.is_empty() && body.bytes().all(|b| b.is_ascii_digit()),
+        "a plain decimal expected, got {body:?}"
+    );
+    body.parse().unwrap()
+}
+
+fn json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"))
+}
+
+#[test]
+fn leaf_routes_answer_a_plain_decimal_and_decode_as_leafs_formula() {
+    // Leaf's own layout, so its decoding formula applies unchanged.
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order"), ("UIDGEN_LAYOUT", "snowflake")]);
+    let mut last = 0;
+    for _ in 0..5 {
+        let answer = get(&server, "/api/segment/get/order");
+        assert_eq!(answer.status, 200);
+        assert!(
+            answer.content_type.starts_with("text/plain"),
+            "{}",
+            answer.content_type
+        );
+        let id = decimal(&answer.body);
+        assert!(id > last, "segment IDs increase: {id} after {last}");
+        last = id;
+    }
+    let answer = get(&server, "/api/snowflake/get/anything");
+    assert_eq!(answer.status, 200);
+    let id = decimal(&answer.body);
+
+    // Leaf's LeafController.decodeSnowflakeId, computed here independently.
+    let millis = (id >> 22) + 1_288_834_974_657;
+    let worker = (id >> 12) & 0x3ff;
+    let sequence = id & 0xfff;
+    let time = chrono::DateTime::from_timestamp_millis(millis as i64)
+        .unwrap()
+        .format("%Y-%m-%d %H:%M:%S%.3f");
+    let answer = get(&server, &format!("/decodeSnowflakeId?snowflakeId={id}"));
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer.body,
+        format!(
+            r#"{{"workerId":"{worker}","sequenceId":"{sequence}","timestamp":"{millis}({time})"}}"#
+        )
+    );
+    // Leaf answers 200 with `errorMsg`; here it is a 400 that names the value.
+    let answer = get(&server, "/decodeSnowflakeId?snowflakeId=12x");
+    assert_eq!(answer.status, 400);
+    assert!(answer.body.contains("12x"), "{}", answer.body);
+    // An unknown tag is a failure (Leaf's status for it: 500), never `0` with 200.
+    let answer = get(&server, "/api/segment/get/no-such-tag");
+    assert_eq!(answer.status, 500);
+    assert!(answer.body.contains("no-such-tag"), "{}", answer.body);
+}
+
+#[test]
+fn tinyid_routes_answer_tinyids_bodies_by_get_and_by_form_post() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    let answer = get(&server, "/tinyid/id/nextId?bizType=order&batchSize=3");
+    assert_eq!(answer.status, 200);
+    let body = json(&answer.body);
+    let ids: Vec<u64> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(
+        answer.body,
+        format!(
+            r#"{{"data":[{},{},{}],"code":200,"message":""}}"#,
+            ids[0], ids[1], ids[2]
+        )
+    );
+    // A form body, as Tinyid's own client sends, on any method.
+    let answer = curl(&[
+        "-X",
+        "POST",
+        "-d",
+        "bizType=order&batchSize=2",
+        &server.url("/tinyid/id/nextIdSimple"),
+    ]);
+    assert_eq!(answer.status, 200);
+    let simple: Vec<u64> = answer.body.split(',').map(decimal).collect();
+    assert_eq!(simple.len(), 2);
+    assert!(
+        simple[0] > ids[2] && simple[1] > simple[0],
+        "{simple:?} after {ids:?}"
+    );
+    let one = get(&server, "/tinyid/id/nextIdSimple?bizType=order");
+    assert!(decimal(&one.body) > simple[1]);
+
+    // Segments for the smart client: `(currentId, maxId]`, never overlapping anything
+    // handed out before or after.
+    let answer = curl(&[
+        "-d",
+        "bizType=order",
+        &server.url("/tinyid/id/nextSegmentIdSimple"),
+    ]);
+    assert_eq!(answer.status, 200);
+    let fields: Vec<u64> = answer.body.split(',').map(decimal).collect();
+    let [current, loading, max, delta, remainder] = fields[..] else {
+        panic!("five fields expected: {}", answer.body);
+    };
+    assert_eq!((delta, remainder), (1, 0));
+    assert!(current < loading && loading < max, "{}", answer.body);
+    assert_eq!(loading - current, (max - current) / 5, "loadingId at 20%");
+    let answer = get(&server, "/tinyid/id/nextSegmentId?bizType=order");
+    let body = json(&answer.body);
+    assert_eq!(body["code"], 200);
+    assert_eq!(body["message"], "");
+    let keys: Vec<&str> = body["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in ["currentId", "loadingId", "maxId", "delta", "remainder"] {
+        assert!(keys.contains(&key), "{key} missing from {}", answer.body);
+    }
+    let second_current = body["data"]["currentId"].as_u64().unwrap();
+    assert!(
+        second_current >= max,
+        "ranges overlap: {second_current} < {max}"
+    );
+    let after = decimal(&get(&server, "/tinyid/id/nextIdSimple?bizType=order").body);
+    assert!(
+        !(current + 1..=max).contains(&after),
+        "an ID {after} inside a range given to a client"
+    );
+}
+
+#[test]
+fn native_routes_give_batches_as_numbers_strings_or_lines_and_ranges_no_one_else_gets() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    let answer = get(&server, "/v1/snowflake?count=1000");
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.content_type, "application/json");
+    let body = json(&answer.body);
+    let ids: Vec<u64> = body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let strings: Vec<u64> = body["ids_str"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 1000);
+    assert_eq!(ids, strings);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in increasing order");
+
+    let lines = curl(&[
+        "-H",
+        "Accept: text/plain",
+        &server.url("/v1/segment/order?count=50"),
+    ]);
+    assert!(lines.content_type.starts_with("text/plain"));
+    let segment: Vec<u64> = lines.body.lines().map(decimal).collect();
+    assert_eq!(segment.len(), 50);
+    assert!(segment.windows(2).all(|w| w[0] < w[1]));
+
+    let range = json(
+        &curl(&[
+            "-X",
+            "POST",
+            &server.url("/v1/segment/order/range?count=100"),
+        ])
+        .body,
+    );
+    let (first, last) = (
+        range["first"].as_u64().unwrap(),
+        range["last"].as_u64().unwrap(),
+    );
+    assert_eq!(last - first + 1, 100);
+    assert_eq!(range["first_str"], first.to_string());
+    let later: Vec<u64> = get(&server, "/v1/segment/order?count=5000&x=1")
+        .body
+        .pipe(|b| json(&b))["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let all: HashSet<u64> = segment.iter().chain(&later).copied().collect();
+    assert_eq!(all.len(), segment.len() + later.len());
+    assert!(
+        all.iter().all(|id| !(first..=last).contains(id)),
+        "the generator handed out an ID of a range given to a client"
+    );
+
+    let decoded = json(&get(&server, &format!("/v1/decode/{}", ids[0])).body);
+    assert_eq!(decoded["id"].as_u64(), Some(ids[0]));
+    assert_eq!(decoded["id_str"], ids[0].to_string());
+    let worker = decoded["worker_id"].as_u64().unwrap();
+    let layout = uidgen::BitsAllocator::preset(uidgen::Preset::Default).unwrap();
+    assert_eq!(layout.parse(ids[0]).unwrap().worker_id, worker);
+}
+
+trait Pipe: Sized {
+    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
+        f(self)
+    }
+}
+impl Pipe for String {}
+
+#[test]
+fn hostile_requests_get_a_4xx_naming_the_problem_and_the_limit() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order"), ("UIDGEN_MAX_COUNT", "5000")]);
+    for count in ["0", "-1", "1000000000000", "abc", "1.5", "", "%00", "5001"] {
+        for route in ["/v1/snowflake", "/v1/segment/order"] {
+            let answer = get(&server, &format!("{route}?count={count}"));
+            assert_eq!(answer.status, 400, "{route}?count={count}: {}", answer.body);
+            let body = json(&answer.body);
+            assert!(
+                body["error"].as_str().unwrap().contains("count"),
+                "{}",
+                answer.body
+            );
+            assert_eq!(body["limit"], "a whole number from 1 to 5000");
+        }
+    }
+    let answer = get(&server, "/tinyid/id/nextId?bizType=order&batchSize=-5");
+    assert_eq!(answer.status, 400);
+    let body = json(&answer.body);
+    assert_eq!(body["code"], 6);
+    assert!(
+        body["message"].as_str().unwrap().contains("batchSize"),
+        "{}",
+        answer.body
+    );
+    assert_eq!(body["data"], Value::Null);
+
+    let long_tag = "t".repeat(10 * 1024);
+    let answer = get(&server, &format!("/v1/segment/{long_tag}"));
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert!(
+        answer.body.len() < 1024,
+        "the error quotes a shortened tag: {} bytes",
+        answer.body.len()
+    );
+    assert!(answer.body.contains("128 characters"), "{}", answer.body);
+    let answer = get(&server, "/v1/segment/bad%0Atag");
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    let answer = get(&server, "/v1/segment/unknown-tag");
+    assert_eq!(answer.status, 404);
+    assert!(answer.body.contains("unknown-tag"));
+    let answer = get(&server, "/v1/decode/99999999999999999999999");
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    let answer = get(&server, "/tinyid/id/nextIdSimple");
+    assert_eq!(answer.status, 400);
+    assert!(answer.body.contains("bizType"), "{}", answer.body);
+    // A body past the limit.
+    let big = "x".repeat(64 * 1024);
+    let answer = curl(&[
+        "-X",
+        "POST",
+        "--data-binary",
+        &big,
+        &server.url("/tinyid/id/nextIdSimple"),
+    ]);
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    // Still serving.
+    assert_eq!(get(&server, "/api/segment/get/order").status, 200);
+    let metrics = get(&server, "/metrics").body;
+    assert!(
+        metrics.contains("uidgen_requests_refused_total{status=\"400\"}"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn tokens_draw_only_their_tags_and_never_appear_in_an_answer() {
+    const ORDER: &str = "order-token-0123456789abcdef";
+    const FLAKE: &str = "flake-token-0123456789abcdef";
+    let tokens = format!("{ORDER}=order;{FLAKE}=@snowflake");
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order,user"), ("UIDGEN_TOKENS", &tokens)]);
+    let bearer = |token: &str| format!("Authorization: Bearer {token}");
+    let with = |token: &str, path: &str| curl(&["-H", &bearer(token), &server.url(path)]);
+
+    assert_eq!(get(&server, "/v1/snowflake").status, 401);
+    assert_eq!(
+        with("wrong-token-0123456789abcdef", "/v1/snowflake").status,
+        401
+    );
+    assert_eq!(with(ORDER, "/v1/snowflake").status, 403);
+    assert_eq!(with(FLAKE, "/v1/snowflake").status, 200);
+    assert_eq!(with(ORDER, "/v1/segment/order").status, 200);
+    assert_eq!(with(ORDER, "/v1/segment/user").status, 403);
+    assert_eq!(with(ORDER, "/api/segment/get/order").status, 200);
+    assert_eq!(with(FLAKE, "/api/segment/get/order").status, 403);
+    assert_eq!(get(&server, "/api/snowflake/get/x").status, 401);
+    // Operations need no token.
+    assert_eq!(get(&server, "/healthz").status, 200);
+
+    // Tinyid: code 5 "token is error" for a wrong token and for another tag's.
+    for query in [
+        "bizType=order".to_string(),
+        "bizType=order&token=nope".to_string(),
+        format!("bizType=user&token={ORDER}"),
+        format!("bizType=order&token={FLAKE}"),
+    ] {
+        let answer = get(&server, &format!("/tinyid/id/nextId?{query}"));
+        assert!(
+            matches!(answer.status, 401 | 403),
+            "{query}: {}",
+            answer.status
+        );
+        assert_eq!(
+            answer.body, r#"{"data":null,"code":5,"message":"token is error"}"#,
+            "{query}"
+        );
+        let answer = get(&server, &format!("/tinyid/id/nextIdSimple?{query}"));
+        assert!(matches!(answer.status, 401 | 403));
+        assert!(!answer.body.is_empty());
+        assert!(!answer.body.contains(ORDER) && !answer.body.contains(FLAKE));
+    }
+    let answer = get(
+        &server,
+        &format!("/tinyid/id/nextIdSimple?bizType=order&token={ORDER}"),
+    );
+    assert_eq!(answer.status, 200);
+    decimal(&answer.body);
+    let metrics = get(&server, "/metrics").body;
+    assert!(!metrics.contains(ORDER) && !metrics.contains(FLAKE));
+    assert!(metrics.contains("uidgen_requests_refused_total{status=\"401\"}"));
+}
+
+#[test]
+fn a_public_address_without_tokens_is_refused_naming_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = support::config_in(dir.path(), &[]);
+    config.listen = "0.0.0.0:0".parse().unwrap();
+    let err = config.check().unwrap_err().to_string();
+    assert!(
+        err.contains("0.0.0.0:0") && err.contains("allow_public"),
+        "{err}"
+    );
+    config.allow_public = true;
+    config.check().unwrap();
+}
+
+#[test]
+fn a_stopped_service_gives_its_segment_tail_back_and_the_next_goes_on_from_its_last_id() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    let last = json(&get(&server, "/v1/segment/order?count=7").body)["ids"][6]
+        .as_u64()
+        .unwrap();
+    let dir = server.stop();
+    let config = support::config_in(dir.path(), &[("UIDGEN_TAGS", "order")]);
+    let next = TestServer::start_with(config, dir);
+    let first = json(&get(&next, "/v1/segment/order").body)["ids"][0]
+        .as_u64()
+        .unwrap();
+    assert_eq!(first, last + 1, "the tail was given back at shutdown");
+}
