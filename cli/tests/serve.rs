@@ -322,3 +322,83 @@ fn tinyids_own_java_client_draws_distinct_ids_from_two_services_on_one_mariadb()
         assert!(served > 0, "a service served no range: {metrics}");
     }
 }
+
+/// A relay that waits `delay` before it connects each client to `upstream`: a store that
+/// is slow to answer, so the service takes a while to start.
+#[cfg(feature = "mysql")]
+fn slow_relay(upstream: std::net::SocketAddr, delay: Duration) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                std::thread::sleep(delay);
+                let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                    return;
+                };
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn while_starting_healthz_is_200_and_readyz_and_the_id_routes_are_503() {
+    let (_, upstream) = relay::via(&servers::mysql_url(), "127.0.0.1:1".parse().unwrap());
+    let relay = slow_relay(upstream, Duration::from_millis(700));
+    let (url, _) = relay::via(&servers::mysql_url(), relay);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tag = format!("starting-{}", servers::random_suffix());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--store", &url, "--tag", &tag])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    let (mut starting_seen, mut ready) = (false, false);
+    while started.elapsed() < Duration::from_secs(60) {
+        let (status, body) = curl(&[&format!("{base}/readyz")]);
+        match status {
+            0 => {} // not listening yet
+            503 => {
+                assert!(body.contains("starting"), "{body}");
+                assert_eq!(curl(&[&format!("{base}/healthz")]).0, 200);
+                let (status, body) = curl(&[&format!("{base}/v1/snowflake")]);
+                if status != 200 {
+                    assert_eq!(status, 503, "{body}");
+                    assert!(body.contains("starting"), "{body}");
+                    starting_seen = true;
+                }
+            }
+            200 => {
+                ready = true;
+                break;
+            }
+            other => panic!("/readyz answered {other}: {body}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, body) = curl(&[&format!("{base}/v1/segment/{tag}")]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(starting_seen, "never saw the starting phase");
+    assert!(ready, "not ready within 60 s");
+    assert_eq!(status, 200, "{body}");
+}
