@@ -402,3 +402,47 @@ fn while_starting_healthz_is_200_and_readyz_and_the_id_routes_are_503() {
     assert!(ready, "not ready within 60 s");
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn a_service_paused_past_its_lease_stops_serving_snowflake_ids_and_says_it_was_paused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, "lease_ttl_ms = 1500\n").unwrap();
+    let server = Serve::start(
+        &[
+            "--store",
+            store.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (status, body) = curl(&[&server.url("/v1/snowflake?count=10")]);
+    assert_eq!(status, 200, "{body}");
+    let pid = server.child.id() as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid; no memory is shared.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let resumed = Instant::now();
+    let (status, body) = loop {
+        let (status, body) = curl(&[&server.url("/v1/snowflake")]);
+        if status != 200 || resumed.elapsed() > Duration::from_secs(5) {
+            break (status, body);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        status, 503,
+        "still serving 5 s after a pause past the lease: {body}"
+    );
+    assert!(
+        body.contains("lapsed while this process was not running"),
+        "{body}"
+    );
+    let (status, body) = curl(&[&server.url("/readyz")]);
+    assert_eq!(status, 503);
+    assert!(body.contains("not running"), "{body}");
+}

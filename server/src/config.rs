@@ -44,6 +44,10 @@ pub struct Config {
     pub store: Option<String>,
     /// The snowflake layout's preset name (default `default`).
     pub layout: String,
+    /// How long the snowflake generator's worker-ID lease lasts unless renewed (default
+    /// 30,000 ms; 1,000 to 3,600,000): a process that dies keeps its worker ID from others
+    /// this long, and one paused this long loses it.
+    pub lease_ttl_ms: u64,
     /// Segment tags to create at start when missing (counter at 1, step `tag_step`).
     pub tags: Vec<String>,
     /// Create a tag on its first request when the store does not have it (default no:
@@ -117,6 +121,7 @@ impl Default for Config {
             allow_public: false,
             store: None,
             layout: "default".into(),
+            lease_ttl_ms: uidgen::DEFAULT_LEASE_TTL.as_millis() as u64,
             tags: Vec::new(),
             create_tags: false,
             tag_step: 1_000,
@@ -282,6 +287,13 @@ impl Config {
                 "tag_step",
                 self.tag_step.to_string(),
                 &format!("1 to {}", uidgen::MAX_BASE_STEP),
+            ));
+        }
+        if !(1_000..=3_600_000).contains(&self.lease_ttl_ms) {
+            return Err(invalid(
+                "lease_ttl_ms",
+                self.lease_ttl_ms.to_string(),
+                "1000 to 3600000 (1 s to 1 hour)",
             ));
         }
         if !(1..=100).contains(&self.tinyid_loading_percent) {

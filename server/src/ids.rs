@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use uidgen::{
     BitsAllocator, CachedUidGenerator, Preset, SegmentError, SegmentGenerator, SegmentStore,
-    StoreError, StoreUrl, UidError, UidGenerator,
+    StoreError, StoreUrl, UidError, UidGenerator, WorkerLease,
 };
 
 /// The most segment tags one service serves at once (each holds a generator).
@@ -106,9 +106,12 @@ impl Ids {
             }
         })?;
         let bits = BitsAllocator::preset(preset)?;
+        let lease = WorkerLease::builder(url.lease_store()?)
+            .ttl(Duration::from_millis(config.lease_ttl_ms))
+            .acquire(&bits)?;
         let snowflake = CachedUidGenerator::builder()
             .allocator(bits)
-            .store(url.clone())?
+            .lease(lease)
             .build()?;
         let store: Arc<dyn SegmentStore> = Arc::from(url.segment_store()?);
         let ids = Self {

@@ -537,7 +537,26 @@ impl Inner {
             if self.state.keeper_stopping() {
                 return;
             }
-            if !wanted && Instant::now() < next_renew {
+            let woke = Instant::now();
+            if woke >= lapse {
+                let late = woke.saturating_duration_since(now + wait);
+                if late > margin.max(Duration::from_millis(100)) {
+                    // Not the store: this process did not run when the renewal was due.
+                    let why = format!(
+                        "the lease on worker ID {} at {} lapsed while this process was not \
+                         running: its keeper woke {late:?} after it was due (a pause such as \
+                         SIGSTOP, a frozen VM or a debugger), too late to renew",
+                        self.worker_id,
+                        self.store.describe()
+                    );
+                    tracing::error!("uidgen stops starting new ticks: {why}");
+                    self.state.revoke(why);
+                    return;
+                }
+                // The loop's top gives the lease up, naming the store's failure.
+                continue;
+            }
+            if !wanted && woke < next_renew {
                 continue;
             }
             let started = Instant::now();
