@@ -179,8 +179,8 @@ pub enum ConfigError {
     Parse {
         /// The file.
         path: PathBuf,
-        /// The TOML parser's words (they quote the line, which holds no token: tokens
-        /// are never read from this file).
+        /// The line and the TOML parser's words, without the line's text (a store URL
+        /// there may hold a password).
         message: String,
     },
     /// A variable or setting out of its range.
@@ -222,7 +222,7 @@ impl Config {
                 })?;
                 toml::from_str(&text).map_err(|e| ConfigError::Parse {
                     path: path.to_owned(),
-                    message: e.to_string(),
+                    message: parse_problem(&text, &e),
                 })?
             }
             None => Config::default(),
@@ -346,6 +346,25 @@ impl Config {
     }
 }
 
+/// Where the TOML is wrong and why, never quoting the file: a store URL in it may hold
+/// a password, and the parser's own message would show the line.
+fn parse_problem(text: &str, error: &toml::de::Error) -> String {
+    let line = error
+        .span()
+        .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+    let why = error.message();
+    // A message that quotes a value could quote a password.
+    let why = if why.contains('@') || why.contains("://") {
+        "a value of the wrong type or form (not quoted here: it may hold a password)"
+    } else {
+        why
+    };
+    match line {
+        Some(line) => format!("line {line}: {why}"),
+        None => why.to_owned(),
+    }
+}
+
 fn parse_field<T: std::str::FromStr>(field: &'static str, value: &str) -> Result<T, ConfigError>
 where
     T::Err: std::fmt::Display,
@@ -358,4 +377,61 @@ where
             value: value.chars().take(80).collect(),
             limit: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neither_debug_nor_a_bad_file_shows_a_store_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("serve.toml");
+        std::fs::write(&file, "store = \"mysql://ids:Sup3rSecret@db/ids\"\n").unwrap();
+        let config = Config::load(Some(&file), Vec::new()).unwrap();
+        assert!(!format!("{config:?}").contains("Sup3rSecret"), "{config:?}");
+        for bad in [
+            "store = \"mysql://ids:Sup3rSecret@db/ids\nmax_count = 5\n",
+            "max_count = \"mysql://ids:Sup3rSecret@db/ids\"\n",
+            "store = \"mysql://ids:Sup3rSecret@db/ids\"\nlisten = 5\n",
+            "store = \"mysql://ids:Sup3rSecret@db/ids\"\nunknown = 1\n",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            let err = Config::load(Some(&file), Vec::new())
+                .err()
+                .expect(bad)
+                .to_string();
+            assert!(!err.contains("Sup3rSecret"), "{err}");
+            assert!(err.contains("line"), "{err}");
+        }
+    }
+
+    #[test]
+    fn variables_override_the_file_and_bad_values_name_the_variable() {
+        let config = Config::load(
+            None,
+            vec![
+                ("UIDGEN_MAX_COUNT".into(), "7".into()),
+                ("UIDGEN_TAGS".into(), " a, b ,,".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.max_count, 7);
+        assert_eq!(config.tags, ["a", "b"]);
+        let err = Config::load(None, vec![("UIDGEN_MAX_COUNT".into(), "many".into())])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("UIDGEN_MAX_COUNT") && err.contains("many"),
+            "{err}"
+        );
+        let mut config = Config::default();
+        config.max_count = 2_000_000;
+        assert!(config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("1 to 1000000"));
+    }
 }
