@@ -109,9 +109,10 @@ pub(crate) struct ServeArgs {
     /// store, as other commands use).
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
-    /// The snowflake layout's preset (default, snowflake, uidgenerator-readme, instagram).
+    /// The snowflake layout, a preset: default, snowflake (Leaf's), uidgenerator-readme or
+    /// instagram (the service takes presets only).
     #[arg(long, value_name = "PRESET")]
-    pub(crate) preset: Option<String>,
+    pub(crate) layout: Option<String>,
     /// A segment tag to create at start if missing (repeat for more).
     #[arg(long = "tag", value_name = "TAG")]
     pub(crate) tags: Vec<String>,

@@ -188,7 +188,7 @@ fn flags_that_cannot_be_used_are_refused_before_anything_starts() {
     for (mut args, envs, expected) in [
         (vec!["--listen", "0.0.0.0:0"], vec![], "allow_public"),
         (vec!["--max-count", "0"], vec![], "max_count"),
-        (vec!["--preset", "nope"], vec![], "layout"),
+        (vec!["--layout", "nope"], vec![], "layout"),
         (vec![], vec![("UIDGEN_TOKENS", "short=x")], "UIDGEN_TOKENS"),
         (vec!["--store", "mysql:root:pw@host/db"], vec![], "store"),
     ] {

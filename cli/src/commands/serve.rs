@@ -30,8 +30,8 @@ pub(crate) fn run(args: &ServeArgs, env: Env, stdout: &mut dyn Write) -> Result<
     if let Some(store) = &args.store {
         config.store = Some(store.clone());
     }
-    if let Some(preset) = &args.preset {
-        config.layout = preset.clone();
+    if let Some(layout) = &args.layout {
+        config.layout = layout.clone();
     }
     if !args.tags.is_empty() {
         config.tags = args.tags.clone();
