@@ -103,12 +103,12 @@ fn simple_error(e: ApiError) -> Response {
     text(e.status, line)
 }
 
-async fn draw(ids: &Ids, request: &Request) -> Result<(String, Vec<u64>), ApiError> {
+async fn draw(ids: &Ids, request: &Request) -> Result<Vec<u64>, ApiError> {
     let biz_type = request.biz_type(ids)?;
     let count = parse_count(ids, "batchSize", request.params.get("batchSize"))?;
     let out = ids.segment_ids(&biz_type, count).await?;
     ids.metrics.served("tinyid", &biz_type, out.len());
-    Ok((biz_type, out))
+    Ok(out)
 }
 
 /// A range for Tinyid's client: it hands out `(currentId, maxId]` itself and asks for
@@ -136,7 +136,7 @@ pub(super) async fn next_id(
     body: Bytes,
 ) -> Response {
     match draw(&ids, &Request::new(query, &body)).await {
-        Ok((_, out)) => envelope_ok(out),
+        Ok(out) => envelope_ok(out),
         Err(e) => envelope_error(e),
     }
 }
@@ -148,7 +148,7 @@ pub(super) async fn next_id_simple(
     body: Bytes,
 ) -> Response {
     match draw(&ids, &Request::new(query, &body)).await {
-        Ok((_, out)) => {
+        Ok(out) => {
             let line: Vec<String> = out.iter().map(u64::to_string).collect();
             text(StatusCode::OK, line.join(","))
         }
