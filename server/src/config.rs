@@ -48,6 +48,11 @@ pub struct Config {
     /// 30,000 ms; 1,000 to 3,600,000): a process that dies keeps its worker ID from others
     /// this long, and one paused this long loses it.
     pub lease_ttl_ms: u64,
+    /// How far ahead of the clock the snowflake generator may borrow time under load
+    /// (default 5,000 ms; 0 for no cap). Past it, snowflake IDs come at the layout's own
+    /// rate (the default layout: 8,192 a millisecond), so their timestamps stay within
+    /// this of real time; segment IDs are not affected.
+    pub max_time_ahead_ms: u64,
     /// Segment tags to create at start when missing (counter at 1, step `tag_step`).
     pub tags: Vec<String>,
     /// Create a tag on its first request when the store does not have it (default no:
@@ -122,6 +127,7 @@ impl Default for Config {
             store: None,
             layout: "default".into(),
             lease_ttl_ms: uidgen::DEFAULT_LEASE_TTL.as_millis() as u64,
+            max_time_ahead_ms: 5_000,
             tags: Vec::new(),
             create_tags: false,
             tag_step: 1_000,
@@ -296,6 +302,13 @@ impl Config {
                 "1000 to 3600000 (1 s to 1 hour)",
             ));
         }
+        if self.max_time_ahead_ms > 3_600_000 {
+            return Err(invalid(
+                "max_time_ahead_ms",
+                self.max_time_ahead_ms.to_string(),
+                "0 (no cap) to 3600000 (1 hour)",
+            ));
+        }
         if !(1..=100).contains(&self.tinyid_loading_percent) {
             return Err(invalid(
                 "tinyid_loading_percent",
@@ -398,8 +411,7 @@ mod tests {
         ] {
             std::fs::write(&file, bad).unwrap();
             let err = Config::load(Some(&file), Vec::new())
-                .err()
-                .expect(bad)
+                .expect_err(bad)
                 .to_string();
             assert!(!err.contains("Sup3rSecret"), "{err}");
             assert!(err.contains("line"), "{err}");
@@ -426,8 +438,10 @@ mod tests {
             err.contains("UIDGEN_MAX_COUNT") && err.contains("many"),
             "{err}"
         );
-        let mut config = Config::default();
-        config.max_count = 2_000_000;
+        let config = Config {
+            max_count: 2_000_000,
+            ..Config::default()
+        };
         assert!(config
             .check()
             .unwrap_err()

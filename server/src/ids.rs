@@ -109,10 +109,11 @@ impl Ids {
         let lease = WorkerLease::builder(url.lease_store()?)
             .ttl(Duration::from_millis(config.lease_ttl_ms))
             .acquire(&bits)?;
-        let snowflake = CachedUidGenerator::builder()
-            .allocator(bits)
-            .lease(lease)
-            .build()?;
+        let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
+        if config.max_time_ahead_ms > 0 {
+            builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));
+        }
+        let snowflake = builder.build()?;
         let store: Arc<dyn SegmentStore> = Arc::from(url.segment_store()?);
         let ids = Self {
             snowflake,

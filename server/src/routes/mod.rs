@@ -7,13 +7,12 @@ mod tinyid;
 
 use crate::error::ApiError;
 use crate::ids::Ids;
-use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{any, get, post};
 use axum::Router;
 use std::sync::Arc;
+use tower::util::MapResponseLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
@@ -50,15 +49,16 @@ pub fn router(ids: Arc<Ids>) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&ids),
-            count_refused,
-        ))
         .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout(),
         ))
+        // Outermost, so the timeout's 408 and the body limit's 413 are counted too.
+        .layer(MapResponseLayer::new({
+            let ids = Arc::clone(&ids);
+            move |response: Response| count_refused(&ids, response)
+        }))
         .with_state(ids)
 }
 
@@ -71,12 +71,7 @@ async fn not_found() -> ApiError {
 }
 
 /// Counts answers that refused or failed, by status.
-async fn count_refused(
-    axum::extract::State(ids): axum::extract::State<Arc<Ids>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let response = next.run(request).await;
+fn count_refused(ids: &Ids, response: Response) -> Response {
     let status = response.status();
     if status.is_client_error() || status.is_server_error() {
         ids.metrics
