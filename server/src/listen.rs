@@ -161,30 +161,32 @@ pub async fn run(
     });
     let mut failed = None;
     let ids_slot: Arc<std::sync::Mutex<Option<Arc<Ids>>>> = Arc::default();
+    // Listening for signals from here on, once: a signal that comes between start-up and
+    // serving is not lost.
+    let mut signals = Signals::new().map_err(|source| StartError::Listen { addr, source })?;
     let stop = {
         let ids_slot = Arc::clone(&ids_slot);
         let failed = &mut failed;
         async move {
-            tokio::select! {
-                started = started_rx => {
-                    let ids = match started {
-                        Ok(Ok(ids)) => ids,
-                        Ok(Err(error)) => {
-                            *failed = Some(error);
-                            return;
-                        }
-                        Err(_) => return,
-                    };
-                    tracing::info!(%bound, worker_id = uidgen::UidGenerator::worker_id(ids.snowflake()), "serving");
-                    on_ready(bound);
-                    let probe = tokio::spawn(probe_store(Arc::clone(&ids)));
-                    *ids_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
-                    signal().await;
-                    probe.abort();
-                    let _ = probe.await;
+            let started = tokio::select! {
+                started = started_rx => started,
+                () = signals.recv() => return,
+            };
+            let ids = match started {
+                Ok(Ok(ids)) => ids,
+                Ok(Err(error)) => {
+                    *failed = Some(error);
+                    return;
                 }
-                () = signal() => {}
-            }
+                Err(_) => return,
+            };
+            tracing::info!(%bound, worker_id = uidgen::UidGenerator::worker_id(ids.snowflake()), "serving");
+            on_ready(bound);
+            let probe = tokio::spawn(probe_store(Arc::clone(&ids)));
+            *ids_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
+            signals.recv().await;
+            probe.abort();
+            let _ = probe.await;
         }
     };
     accept_loop(listener, &limits, Arc::clone(&app), stop)
@@ -208,24 +210,36 @@ pub async fn run(
     Ok(())
 }
 
-/// SIGTERM or SIGINT.
-async fn signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGTERM and SIGINT, listened for from creation on.
+struct Signals {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                term: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(Self {})
     }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
+
+    /// The next SIGTERM or SIGINT (one that came since `new` counts).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -1,0 +1,1218 @@
+//! A fleet of `uidgen serve` processes on one store, under load, losing a member.
+//!
+//! For each store (a SQLite file, MariaDB, PostgreSQL, Redis): eight `uidgen serve`
+//! processes on the one store, 64 clients (threads, each with a small keep-alive
+//! HTTP/1.1 client over `TcpStream`) drawing a mix of `/v1/snowflake`,
+//! `/v1/segment/{tag}`, `/api/snowflake/get/x` and `/api/segment/get/{tag}` with batches
+//! of 1 to 100 for `UIDGEN_FLEET_SECS` (default 30) seconds; at a third of the run one
+//! server is SIGKILLed and a new one started on a new port, which the clients then use.
+//! Every ID answered is kept, per ID space (snowflake; the tag's segment IDs):
+//!
+//! - no ID is answered twice in a space (the first repeats are shown with the servers and
+//!   routes that answered them);
+//! - every answer is a 200 with the IDs asked for, in increasing order; connection errors
+//!   are allowed only to the killed server, after it was killed (and are counted);
+//! - plenty of IDs were served, every server (the new one too) answered, and the eight
+//!   running at once had eight different worker IDs;
+//! - on SIGTERM at the end every server exits 0 within 15 s.
+//!
+//! Then the tail check on the same store: server A, the only one to touch a fresh tag,
+//! hands out 10 of its IDs and is stopped with SIGTERM (exit 0 within 15 s); server B's
+//! first ID of the tag is A's last + 1.
+//!
+//! The stores run one after another (one fleet at a time on the machine). Stores: the
+//! test servers scripts/test makes reachable, or UIDGEN_MYSQL_URL, UIDGEN_POSTGRES_URL,
+//! UIDGEN_REDIS_URL.
+
+mod common;
+
+#[path = "../../tests/support/servers.rs"]
+mod servers;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// Servers on the one store.
+const SERVERS: usize = 8;
+/// Client threads.
+const CLIENTS: usize = 64;
+/// The largest batch a client asks for.
+const MAX_BATCH: u64 = 100;
+/// How long a server may take to say where it listens.
+const START_LIMIT: Duration = Duration::from_secs(60);
+/// How long a server may take to exit after SIGTERM.
+const EXIT_LIMIT: Duration = Duration::from_secs(15);
+/// A client's wait for an answer before it calls the server hung.
+const ANSWER_LIMIT: Duration = Duration::from_secs(20);
+/// A kept-alive connection idle longer than this is closed by the client rather than
+/// reused (the server drops connections that send no request for 5 s).
+const IDLE_LIMIT: Duration = Duration::from_secs(2);
+/// Problems of one kind shown in full; the rest are counted.
+const SHOWN: usize = 12;
+
+/// The run's length: UIDGEN_FLEET_SECS, default 30.
+fn run_length() -> Duration {
+    let secs = std::env::var("UIDGEN_FLEET_SECS")
+        .ok()
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| *s >= 1.0 && *s <= 3600.0)
+                .unwrap_or_else(|| panic!("UIDGEN_FLEET_SECS = {v:?}: seconds, 1 to 3600"))
+        })
+        .unwrap_or(30.0);
+    Duration::from_secs_f64(secs)
+}
+
+// ---------------------------------------------------------------------------------------
+// Routes and where an ID came from.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    V1Snowflake = 0,
+    V1Segment = 1,
+    LeafSnowflake = 2,
+    LeafSegment = 3,
+}
+
+const ROUTES: [Route; 4] = [
+    Route::V1Snowflake,
+    Route::V1Segment,
+    Route::LeafSnowflake,
+    Route::LeafSegment,
+];
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::V1Snowflake => "/v1/snowflake",
+            Route::V1Segment => "/v1/segment/{tag}",
+            Route::LeafSnowflake => "/api/snowflake/get/x",
+            Route::LeafSegment => "/api/segment/get/{tag}",
+        }
+    }
+
+    fn is_snowflake(self) -> bool {
+        matches!(self, Route::V1Snowflake | Route::LeafSnowflake)
+    }
+}
+
+/// A server instance: its slot (0..SERVERS) and generation (0 the first process in the
+/// slot, 1 the one started after the kill).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Instance {
+    slot: u8,
+    generation: u8,
+}
+
+impl std::fmt::Display for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.generation == 0 {
+            write!(f, "server {}", self.slot)
+        } else {
+            write!(f, "server {} (restarted)", self.slot)
+        }
+    }
+}
+
+/// Where an ID came from, in a byte: slot, generation, route.
+fn origin(instance: Instance, route: Route) -> u8 {
+    (instance.slot << 3) | (instance.generation << 2) | route as u8
+}
+
+fn from_origin(code: u8) -> (Instance, Route) {
+    (
+        Instance {
+            slot: code >> 3,
+            generation: (code >> 2) & 1,
+        },
+        ROUTES[usize::from(code & 3)],
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// `uidgen serve` processes.
+
+/// A running `uidgen serve`; SIGKILLed and reaped on drop if still running (so a failing
+/// test leaves no process behind).
+struct Server {
+    name: String,
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `uidgen serve --listen 127.0.0.1:0 --store STORE --tag TAG` and waits for
+    /// its `listening on http://ADDR` line. Its stderr goes to a file in `logs`.
+    fn start(name: &str, store: &str, tag: &str, logs: &Path) -> Result<Server, String> {
+        let log = logs.join(format!(
+            "{}-{}.log",
+            name.replace([' ', '(', ')'], "_"),
+            servers::random_suffix()
+        ));
+        let stderr = std::fs::File::create(&log).map_err(|e| format!("{name}: log file: {e}"))?;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_uidgen"));
+        command.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            store,
+            "--tag",
+            tag,
+        ]);
+        common::clean(&mut command);
+        for var in [
+            "UIDGEN_LISTEN",
+            "UIDGEN_STORE",
+            "UIDGEN_LAYOUT",
+            "UIDGEN_MAX_COUNT",
+            "UIDGEN_TAGS",
+            "UIDGEN_CREATE_TAGS",
+            "UIDGEN_ALLOW_PUBLIC",
+            "UIDGEN_TOKENS_FILE",
+            "UIDGEN_TOKENS",
+        ] {
+            command.env_remove(var);
+        }
+        command.stdout(Stdio::piped()).stderr(Stdio::from(stderr));
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("{name}: cannot run uidgen serve: {e}"))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut server = Server {
+            name: name.to_owned(),
+            child,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            log,
+        };
+        let line = match rx.recv_timeout(START_LIMIT) {
+            Ok(line) => line,
+            Err(e) => {
+                let what = match e {
+                    mpsc::RecvTimeoutError::Timeout => {
+                        format!("did not say where it listens within {START_LIMIT:?}")
+                    }
+                    mpsc::RecvTimeoutError::Disconnected => {
+                        std::thread::sleep(Duration::from_millis(100));
+                        format!(
+                            "exited ({:?}) without saying where it listens",
+                            server.child.try_wait().ok().flatten()
+                        )
+                    }
+                };
+                server.kill();
+                return Err(format!(
+                    "{name} (store {store}, tag {tag}) {what}; its stderr ends:\n{}",
+                    server.log_tail(3000)
+                ));
+            }
+        };
+        server.addr = line
+            .strip_prefix("listening on http://")
+            .and_then(|a| a.trim().parse().ok())
+            .ok_or_else(|| format!("{name}: unexpected first line {line:?}"))?;
+        Ok(server)
+    }
+
+    fn pid(&self) -> libc::pid_t {
+        self.child.id() as libc::pid_t
+    }
+
+    /// Sends `signal` unless the process has been reaped (so the pid is still its).
+    fn signal(&mut self, signal: libc::c_int) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill(2) on the pid of our own child, not yet reaped (so the pid
+            // is still its); no memory is involved.
+            unsafe {
+                libc::kill(self.pid(), signal);
+            }
+        }
+    }
+
+    /// SIGKILL, then reap.
+    fn kill(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.signal(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Waits for the exit until `deadline`.
+    fn wait_until(&mut self, deadline: Instant) -> Option<ExitStatus> {
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The end of its stderr.
+    fn log_tail(&self, chars: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let skip = text.chars().count().saturating_sub(chars);
+        let tail: String = text.chars().skip(skip).collect();
+        if tail.trim().is_empty() {
+            "(nothing)".into()
+        } else {
+            tail
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts `names.len()` servers at once; all or none (the started ones are killed when
+/// one fails).
+fn start_all(names: &[String], store: &str, tag: &str, logs: &Path) -> Vec<Server> {
+    let results: Vec<Result<Server, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|name| scope.spawn(move || Server::start(name, store, tag, logs)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("starting it panicked".into()))
+            })
+            .collect()
+    });
+    let mut started = Vec::new();
+    let mut failed = Vec::new();
+    for result in results {
+        match result {
+            Ok(server) => started.push(server),
+            Err(e) => failed.push(e),
+        }
+    }
+    if !failed.is_empty() {
+        drop(started);
+        panic!(
+            "{} of {} servers on {store} did not start:\n{}",
+            failed.len(),
+            names.len(),
+            failed.join("\n---\n")
+        );
+    }
+    started
+}
+
+/// SIGTERM to every server at once; each must exit 0 within EXIT_LIMIT. Returns the
+/// problems and the longest exit time.
+fn terminate_all(servers: &mut [Server]) -> (Vec<String>, Duration) {
+    let signalled = Instant::now();
+    for server in servers.iter_mut() {
+        server.signal(libc::SIGTERM);
+    }
+    let deadline = signalled + EXIT_LIMIT;
+    let mut problems = Vec::new();
+    let mut slowest = Duration::ZERO;
+    for server in servers.iter_mut() {
+        match server.wait_until(deadline) {
+            Some(status) if status.success() => slowest = slowest.max(signalled.elapsed()),
+            Some(status) => problems.push(format!(
+                "{} ({}) exited with {status} after SIGTERM, not 0; its stderr ends:\n{}",
+                server.name,
+                server.addr,
+                server.log_tail(2000)
+            )),
+            None => problems.push(format!(
+                "{} ({}) still running {EXIT_LIMIT:?} after SIGTERM (a hang at shutdown); \
+                 its stderr ends:\n{}",
+                server.name,
+                server.addr,
+                server.log_tail(2000)
+            )),
+        }
+    }
+    (problems, slowest)
+}
+
+// ---------------------------------------------------------------------------------------
+// A minimal HTTP/1.1 client: keep-alive, Content-Length or chunked bodies.
+
+struct Conn {
+    reader: BufReader<TcpStream>,
+    used: u64,
+    last_used: Instant,
+}
+
+struct Reply {
+    status: u16,
+    body: Vec<u8>,
+}
+
+/// How a request failed: at the connection (nothing usable came back).
+struct ConnError {
+    reused: bool,
+    error: std::io::Error,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(ANSWER_LIMIT))?;
+        stream.set_write_timeout(Some(ANSWER_LIMIT))?;
+        Ok(Conn {
+            reader: BufReader::with_capacity(16 * 1024, stream),
+            used: 0,
+            last_used: Instant::now(),
+        })
+    }
+
+    /// `GET path`; the reply, and whether the connection may be used again.
+    fn get(&mut self, path: &str, accept: &str) -> Result<(Reply, bool), ConnError> {
+        let reused = self.used > 0;
+        self.used += 1;
+        self.last_used = Instant::now();
+        let fail = |error: std::io::Error| ConnError { reused, error };
+        let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n");
+        self.reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .map_err(fail)?;
+        let reply = self.read_reply().map_err(fail)?;
+        self.last_used = Instant::now();
+        Ok(reply)
+    }
+
+    fn line(&mut self, what: &str) -> std::io::Result<String> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("connection closed before {what}"),
+            ));
+        }
+        Ok(line)
+    }
+
+    fn read_reply(&mut self) -> std::io::Result<(Reply, bool)> {
+        let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        let status_line = self.line("the status line")?;
+        let mut parts = status_line.split_whitespace();
+        let version = parts.next().unwrap_or("");
+        let status: u16 = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .filter(|_| version.starts_with("HTTP/1."))
+            .ok_or_else(|| bad(format!("not a status line: {status_line:?}")))?;
+        let mut length = None;
+        let mut chunked = false;
+        let mut keep = version == "HTTP/1.1";
+        loop {
+            let line = self.line("the end of the headers")?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line
+                .split_once(':')
+                .ok_or_else(|| bad(format!("not a header: {line:?}")))?;
+            let value = value.trim();
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => {
+                    length = Some(
+                        value
+                            .parse::<usize>()
+                            .map_err(|_| bad(format!("Content-Length {value:?}")))?,
+                    )
+                }
+                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+                "connection" if value.eq_ignore_ascii_case("close") => keep = false,
+                _ => {}
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                let size_line = self.line("a chunk size")?;
+                let size = usize::from_str_radix(
+                    size_line.trim().split(';').next().unwrap_or("").trim(),
+                    16,
+                )
+                .map_err(|_| bad(format!("chunk size {size_line:?}")))?;
+                if size == 0 {
+                    while !self.line("the trailers")?.trim_end().is_empty() {}
+                    break;
+                }
+                let start = body.len();
+                body.resize(start + size, 0);
+                self.reader.read_exact(&mut body[start..])?;
+                self.line("a chunk's end")?;
+            }
+        } else if let Some(length) = length {
+            body.resize(length, 0);
+            self.reader.read_exact(&mut body)?;
+        } else {
+            // Delimited by the close.
+            self.reader.read_to_end(&mut body)?;
+            keep = false;
+        }
+        Ok((Reply { status, body }, keep))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the answers.
+
+/// The IDs of a 200 answer to `route`, checked: as many as asked, in increasing order,
+/// the JSON's `count`, `ids` and `ids_str` agreeing.
+fn ids_of(
+    route: Route,
+    text_wanted: bool,
+    count: u64,
+    tag: &str,
+    body: &[u8],
+) -> Result<Vec<u64>, String> {
+    let body = std::str::from_utf8(body).map_err(|_| "the body is not UTF-8".to_string())?;
+    let ids: Vec<u64> = match route {
+        Route::LeafSnowflake | Route::LeafSegment => {
+            vec![body
+                .trim()
+                .parse()
+                .map_err(|_| format!("not a decimal ID: {body:?}"))?]
+        }
+        Route::V1Snowflake | Route::V1Segment if text_wanted => body
+            .lines()
+            .map(|l| l.parse().map_err(|_| format!("not an ID a line: {l:?}")))
+            .collect::<Result<_, _>>()?,
+        Route::V1Snowflake | Route::V1Segment => {
+            let ids = json_array(body, "ids")?
+                .iter()
+                .map(|v| v.parse().map_err(|_| format!("`ids` holds {v:?}")))
+                .collect::<Result<Vec<u64>, _>>()?;
+            let strs = json_array(body, "ids_str")?;
+            let same = strs.len() == ids.len()
+                && strs
+                    .iter()
+                    .zip(&ids)
+                    .all(|(s, id)| s.trim_matches('"') == id.to_string() && s.starts_with('"'));
+            if !same {
+                return Err(format!("`ids` and `ids_str` differ: {body}"));
+            }
+            let field = json_number(body, "count")?;
+            if field != count {
+                return Err(format!("`count` is {field}, {count} asked: {body}"));
+            }
+            if route == Route::V1Segment && !body.contains(&format!("\"tag\":\"{tag}\"")) {
+                return Err(format!("no \"tag\":\"{tag}\": {body}"));
+            }
+            ids
+        }
+    };
+    if ids.len() as u64 != count {
+        return Err(format!("{} IDs for {count} asked: {body:.300}", ids.len()));
+    }
+    if let Some(w) = ids.windows(2).find(|w| w[0] >= w[1]) {
+        return Err(format!(
+            "not increasing: {} then {}: {body:.300}",
+            w[0], w[1]
+        ));
+    }
+    Ok(ids)
+}
+
+/// The elements of the flat JSON array `"name":[...]`, as written.
+fn json_array<'a>(body: &'a str, name: &str) -> Result<Vec<&'a str>, String> {
+    let key = format!("\"{name}\":[");
+    let start = body
+        .find(&key)
+        .ok_or_else(|| format!("no `{name}` array: {body:.300}"))?
+        + key.len();
+    let len = body[start..]
+        .find(']')
+        .ok_or_else(|| format!("`{name}` does not end: {body:.300}"))?;
+    let inner = &body[start..start + len];
+    Ok(if inner.trim().is_empty() {
+        Vec::new()
+    } else {
+        inner.split(',').map(str::trim).collect()
+    })
+}
+
+fn json_number(body: &str, name: &str) -> Result<u64, String> {
+    let key = format!("\"{name}\":");
+    let start = body
+        .find(&key)
+        .ok_or_else(|| format!("no `{name}`: {body:.300}"))?
+        + key.len();
+    let digits: String = body[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .map_err(|_| format!("`{name}` is not a number: {body:.300}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// The clients.
+
+/// xorshift64*: a client's own dice.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// What the clients share: the live servers (slot → address and generation), the
+/// victim, whether it has been killed, and when to stop.
+struct Shared {
+    live: RwLock<Vec<Option<(SocketAddr, u8)>>>,
+    victim: usize,
+    killed: AtomicBool,
+    stop: AtomicBool,
+    tag: String,
+}
+
+/// One kind of problem: the first few in full, and how many.
+#[derive(Default)]
+struct Problems {
+    shown: Vec<String>,
+    count: u64,
+}
+
+impl Problems {
+    fn add(&mut self, what: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.shown.len() < SHOWN {
+            self.shown.push(what());
+        }
+    }
+
+    fn merge(&mut self, other: Problems) {
+        self.count += other.count;
+        for p in other.shown {
+            if self.shown.len() < SHOWN {
+                self.shown.push(p);
+            }
+        }
+    }
+}
+
+/// What one client saw.
+#[derive(Default)]
+struct ClientLog {
+    snowflake: Vec<u64>,
+    snowflake_from: Vec<u8>,
+    segment: Vec<u64>,
+    segment_from: Vec<u8>,
+    /// 200s by route.
+    ok_by_route: [u64; 4],
+    /// 200s by server instance.
+    ok_by_instance: HashMap<Instance, u64>,
+    /// Connection errors to the killed server after its kill.
+    killed_errors: u64,
+    /// Answers other than 200.
+    not_ok: Problems,
+    /// 200s whose body is not what was asked.
+    bad_body: Problems,
+    /// Connection errors to a server that was not killed.
+    conn_errors: Problems,
+}
+
+fn client(shared: &Shared, seed: u64) -> ClientLog {
+    let mut rng = Rng(seed | 1);
+    let mut log = ClientLog::default();
+    let mut conns: Vec<Option<(u8, Conn)>> = (0..SERVERS).map(|_| None).collect();
+    let tag = shared.tag.as_str();
+    while !shared.stop.load(Ordering::Relaxed) {
+        let route = ROUTES[rng.below(4) as usize];
+        let (count, text) = match route {
+            Route::V1Snowflake | Route::V1Segment => (1 + rng.below(MAX_BATCH), rng.below(2) == 0),
+            _ => (1, false),
+        };
+        let path = match route {
+            Route::V1Snowflake => format!("/v1/snowflake?count={count}"),
+            Route::V1Segment => format!("/v1/segment/{tag}?count={count}"),
+            Route::LeafSnowflake => "/api/snowflake/get/x".to_owned(),
+            Route::LeafSegment => format!("/api/segment/get/{tag}"),
+        };
+        let accept = if text {
+            "text/plain"
+        } else {
+            "application/json"
+        };
+        // A live server, at random.
+        let picked = {
+            let live = shared.live.read().unwrap_or_else(|p| p.into_inner());
+            let start = rng.below(SERVERS as u64) as usize;
+            (0..SERVERS)
+                .map(|i| (start + i) % SERVERS)
+                .find_map(|slot| live[slot].map(|(addr, generation)| (slot, addr, generation)))
+        };
+        let Some((slot, addr, generation)) = picked else {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        let instance = Instance {
+            slot: slot as u8,
+            generation,
+        };
+        let reusable = match &conns[slot] {
+            Some((g, conn)) => *g == generation && conn.last_used.elapsed() < IDLE_LIMIT,
+            None => false,
+        };
+        if !reusable {
+            conns[slot] = None;
+            match Conn::open(addr) {
+                Ok(conn) => conns[slot] = Some((generation, conn)),
+                Err(error) => {
+                    connection_error(shared, &mut log, instance, route, &path, addr, false, error);
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+            }
+        }
+        let (_, conn) = conns[slot].as_mut().expect("a connection");
+        match conn.get(&path, accept) {
+            Ok((reply, keep)) => {
+                if !keep {
+                    conns[slot] = None;
+                }
+                if reply.status != 200 {
+                    log.not_ok.add(|| {
+                        format!(
+                            "{instance} ({addr}) GET {path}: {} {}",
+                            reply.status,
+                            String::from_utf8_lossy(&reply.body)
+                                .chars()
+                                .take(400)
+                                .collect::<String>()
+                        )
+                    });
+                    continue;
+                }
+                match ids_of(route, text, count, tag, &reply.body) {
+                    Ok(ids) => {
+                        let from = origin(instance, route);
+                        let (space, space_from) = if route.is_snowflake() {
+                            (&mut log.snowflake, &mut log.snowflake_from)
+                        } else {
+                            (&mut log.segment, &mut log.segment_from)
+                        };
+                        space_from.extend(std::iter::repeat_n(from, ids.len()));
+                        space.extend(ids);
+                        log.ok_by_route[route as usize] += 1;
+                        *log.ok_by_instance.entry(instance).or_default() += 1;
+                    }
+                    Err(e) => log
+                        .bad_body
+                        .add(|| format!("{instance} ({addr}) GET {path} (Accept: {accept}): {e}")),
+                }
+            }
+            Err(ConnError { reused, error }) => {
+                conns[slot] = None;
+                connection_error(
+                    shared, &mut log, instance, route, &path, addr, reused, error,
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+    log
+}
+
+#[allow(clippy::too_many_arguments)]
+fn connection_error(
+    shared: &Shared,
+    log: &mut ClientLog,
+    instance: Instance,
+    route: Route,
+    path: &str,
+    addr: SocketAddr,
+    reused: bool,
+    error: std::io::Error,
+) {
+    let _ = route;
+    if usize::from(instance.slot) == shared.victim
+        && instance.generation == 0
+        && shared.killed.load(Ordering::SeqCst)
+    {
+        log.killed_errors += 1;
+    } else {
+        log.conn_errors.add(|| {
+            format!(
+                "{instance} ({addr}) GET {path}: {} ({:?}) on a {} connection",
+                error,
+                error.kind(),
+                if reused { "kept-alive" } else { "new" }
+            )
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Checking an ID space.
+
+/// The first repeated IDs of a space, each with every server and route that answered it.
+fn repeats(space: &str, ids: &[u64], from: &[u8], snowflake: bool) -> Option<String> {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let mut repeated = Vec::new();
+    let mut total = 0u64;
+    for w in sorted.windows(2) {
+        if w[0] == w[1] {
+            total += 1;
+            if repeated.last() != Some(&w[0]) && repeated.len() < SHOWN {
+                repeated.push(w[0]);
+            }
+        }
+    }
+    if total == 0 {
+        return None;
+    }
+    let wanted: HashSet<u64> = repeated.iter().copied().collect();
+    let mut sources: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for (id, code) in ids.iter().zip(from) {
+        if wanted.contains(id) {
+            let (instance, route) = from_origin(*code);
+            sources
+                .entry(*id)
+                .or_default()
+                .push(format!("{instance} via {}", route.name()));
+        }
+    }
+    let bits = uidgen::BitsAllocator::default();
+    let lines: Vec<String> = sources
+        .iter()
+        .map(|(id, who)| {
+            let parts = if snowflake {
+                bits.parse(*id)
+                    .map(|p| {
+                        format!(
+                            " [worker {} sequence {} at {} ms]",
+                            p.worker_id, p.sequence, p.timestamp_millis
+                        )
+                    })
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            format!("  {id}{parts}: {}", who.join("; "))
+        })
+        .collect();
+    Some(format!(
+        "{total} repeated {space} IDs among {}; the first:\n{}",
+        ids.len(),
+        lines.join("\n")
+    ))
+}
+
+// ---------------------------------------------------------------------------------------
+// The test of one store.
+
+static ONE_FLEET_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn fleet(kind: &str, store: &str) {
+    let _one = ONE_FLEET_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let logs = tempfile::tempdir().expect("a folder for the servers' logs");
+    let length = run_length();
+    let suffix = servers::random_suffix();
+    let tag = format!("fleet-{suffix}");
+    let mut problems: Vec<String> = Vec::new();
+    let began = Instant::now();
+
+    // Eight servers on the store.
+    let names: Vec<String> = (0..SERVERS).map(|i| format!("server {i}")).collect();
+    let mut fleet: Vec<Server> = start_all(&names, store, &tag, logs.path());
+    let started_in = began.elapsed();
+    let victim = (u64::from_str_radix(&suffix, 16).unwrap_or(0) % SERVERS as u64) as usize;
+    let shared = Arc::new(Shared {
+        live: RwLock::new(fleet.iter().map(|s| Some((s.addr, 0))).collect()),
+        victim,
+        killed: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        tag: tag.clone(),
+    });
+
+    // The clients.
+    let seed = u64::from_str_radix(&servers::random_suffix(), 16).unwrap_or(1);
+    let clients: Vec<_> = (0..CLIENTS as u64)
+        .map(|i| {
+            let shared = Arc::clone(&shared);
+            let seed = seed ^ (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            std::thread::Builder::new()
+                .name(format!("client {i}"))
+                .spawn(move || client(&shared, seed))
+                .expect("a client thread")
+        })
+        .collect();
+    let run_began = Instant::now();
+
+    // At a third of the run: SIGKILL one, start another in its place (a new port).
+    std::thread::sleep(length / 3);
+    let killed_at = run_began.elapsed();
+    shared.killed.store(true, Ordering::SeqCst);
+    fleet[victim].kill();
+    shared.live.write().unwrap_or_else(|p| p.into_inner())[victim] = None;
+    let restart = Instant::now();
+    let replacement = match Server::start(
+        &format!("server {victim} (restarted)"),
+        store,
+        &tag,
+        logs.path(),
+    ) {
+        Ok(server) => server,
+        Err(e) => {
+            shared.stop.store(true, Ordering::SeqCst);
+            for c in clients {
+                let _ = c.join();
+            }
+            panic!("[{kind}] the server started after the kill: {e}");
+        }
+    };
+    let restarted_in = restart.elapsed();
+    let killed_addr = fleet[victim].addr;
+    let new_addr = replacement.addr;
+    shared.live.write().unwrap_or_else(|p| p.into_inner())[victim] = Some((new_addr, 1));
+    let dead = std::mem::replace(&mut fleet[victim], replacement);
+
+    // The rest of the run.
+    std::thread::sleep(length.saturating_sub(run_began.elapsed()));
+    shared.stop.store(true, Ordering::SeqCst);
+    let mut logs_of_clients = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        match c.join() {
+            Ok(log) => logs_of_clients.push(log),
+            Err(_) => problems.push(format!("[{kind}] client {i} panicked (see above)")),
+        }
+    }
+    let ran = run_began.elapsed();
+
+    // Every server stops on SIGTERM, exit 0.
+    let (stop_problems, slowest_exit) = terminate_all(&mut fleet);
+    problems.extend(stop_problems.into_iter().map(|p| format!("[{kind}] {p}")));
+
+    // Everything answered, per ID space.
+    let mut all = ClientLog::default();
+    for log in logs_of_clients {
+        all.snowflake.extend(log.snowflake);
+        all.snowflake_from.extend(log.snowflake_from);
+        all.segment.extend(log.segment);
+        all.segment_from.extend(log.segment_from);
+        for r in 0..4 {
+            all.ok_by_route[r] += log.ok_by_route[r];
+        }
+        for (instance, n) in log.ok_by_instance {
+            *all.ok_by_instance.entry(instance).or_default() += n;
+        }
+        all.killed_errors += log.killed_errors;
+        all.not_ok.merge(log.not_ok);
+        all.bad_body.merge(log.bad_body);
+        all.conn_errors.merge(log.conn_errors);
+    }
+    let responses: u64 = all.ok_by_route.iter().sum();
+    for (what, p) in [
+        ("answers other than 200", &all.not_ok),
+        ("200s without the IDs asked for", &all.bad_body),
+        (
+            "connection errors to servers that were not killed",
+            &all.conn_errors,
+        ),
+    ] {
+        if p.count > 0 {
+            problems.push(format!(
+                "[{kind}] {} {what}; the first:\n  {}",
+                p.count,
+                p.shown.join("\n  ")
+            ));
+        }
+    }
+    if let Some(r) = repeats("snowflake", &all.snowflake, &all.snowflake_from, true) {
+        problems.push(format!("[{kind}] {r}"));
+    }
+    if let Some(r) = repeats(
+        &format!("segment (tag {tag})"),
+        &all.segment,
+        &all.segment_from,
+        false,
+    ) {
+        problems.push(format!("[{kind}] {r}"));
+    }
+    // Not vacuous: every route, every server (the restarted one too), plenty of IDs.
+    let secs = ran.as_secs_f64().max(1.0);
+    let floor = (500.0 * secs) as usize;
+    for (space, n) in [
+        ("snowflake", all.snowflake.len()),
+        ("segment", all.segment.len()),
+    ] {
+        if n < floor {
+            problems.push(format!(
+                "[{kind}] only {n} {space} IDs served in {ran:.1?} (expected at least {floor})"
+            ));
+        }
+    }
+    for route in ROUTES {
+        if all.ok_by_route[route as usize] < 50 {
+            problems.push(format!(
+                "[{kind}] only {} good answers from {}",
+                all.ok_by_route[route as usize],
+                route.name()
+            ));
+        }
+    }
+    let mut instances: Vec<Instance> = (0..SERVERS as u8)
+        .map(|slot| Instance {
+            slot,
+            generation: 0,
+        })
+        .collect();
+    instances.push(Instance {
+        slot: victim as u8,
+        generation: 1,
+    });
+    for instance in &instances {
+        if all.ok_by_instance.get(instance).copied().unwrap_or(0) == 0 {
+            problems.push(format!("[{kind}] {instance} answered nothing"));
+        }
+    }
+    // Worker IDs: the eight running at any one time differ.
+    let bits = uidgen::BitsAllocator::default();
+    let mut workers: BTreeMap<Instance, BTreeSet<u64>> = BTreeMap::new();
+    for (id, code) in all.snowflake.iter().zip(&all.snowflake_from) {
+        if let Ok(parts) = bits.parse(*id) {
+            workers
+                .entry(from_origin(*code).0)
+                .or_default()
+                .insert(parts.worker_id);
+        }
+    }
+    let mut holders: BTreeMap<u64, Vec<Instance>> = BTreeMap::new();
+    for (instance, ids) in &workers {
+        for w in ids {
+            holders.entry(*w).or_default().push(*instance);
+        }
+    }
+    for (worker, who) in &holders {
+        let together: Vec<&Instance> = who
+            .iter()
+            .filter(|i| !(usize::from(i.slot) == victim && i.generation == 0))
+            .collect();
+        let restarted_and_killed = who.len() == 2 && together.len() == 1;
+        if who.len() > 1 && !restarted_and_killed {
+            problems.push(format!(
+                "[{kind}] worker ID {worker} used by {} running at the same time",
+                who.iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    let worker_list: Vec<String> = workers
+        .iter()
+        .map(|(i, w)| {
+            format!(
+                "{}:{:?}",
+                i.slot + if i.generation == 1 { 100 } else { 0 },
+                w
+            )
+        })
+        .collect();
+
+    let by_route: Vec<String> = ROUTES
+        .iter()
+        .map(|r| format!("{} {}", r.name(), all.ok_by_route[*r as usize]))
+        .collect();
+    eprintln!(
+        "[{kind}] {SERVERS} servers (started in {started_in:.1?}), {CLIENTS} clients, {ran:.1?}: \
+         {responses} good answers ({}), {} snowflake IDs, {} segment IDs of {tag}; \
+         server {victim} ({killed_addr}) SIGKILLed at {killed_at:.1?}, its replacement on \
+         {new_addr} serving {restarted_in:.1?} later and answering {} times; {} connection \
+         errors to the killed server; {} answers not 200, {} bad bodies, {} other connection \
+         errors; SIGTERM: all out in {slowest_exit:.1?}; worker IDs by server (100+ = \
+         restarted): {}",
+        by_route.join(", "),
+        all.snowflake.len(),
+        all.segment.len(),
+        all.ok_by_instance
+            .get(&Instance {
+                slot: victim as u8,
+                generation: 1
+            })
+            .copied()
+            .unwrap_or(0),
+        all.killed_errors,
+        all.not_ok.count,
+        all.bad_body.count,
+        all.conn_errors.count,
+        worker_list.join(" "),
+    );
+    drop(all);
+    if !problems.is_empty() {
+        // Whatever the servers said about it.
+        let mut said = String::new();
+        for server in fleet.iter().chain(std::iter::once(&dead)) {
+            said.push_str(&format!(
+                "\n--- {} ({}) stderr ends:\n{}",
+                server.name,
+                server.addr,
+                server.log_tail(1500)
+            ));
+        }
+        problems.push(format!("[{kind}] the servers' stderr:{said}"));
+    }
+    drop(fleet);
+    drop(dead);
+
+    // The tail check, on a tag no other server touches.
+    if let Err(e) = tail_check(
+        store,
+        &format!("fleet-tail-{}", servers::random_suffix()),
+        logs.path(),
+    ) {
+        problems.push(format!("[{kind}] tail check: {e}"));
+    } else {
+        eprintln!("[{kind}] tail check: the next server went on at the stopped one's last ID + 1");
+    }
+    eprintln!("[{kind}] {:.1?} in all", began.elapsed());
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) with a fleet of uidgen serve on {store}:\n\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
+}
+
+/// One GET through a new connection: the reply or why not.
+fn fetch(server: &Server, path: &str) -> Result<Reply, String> {
+    let mut conn = Conn::open(server.addr).map_err(|e| format!("{}: connect: {e}", server.name))?;
+    conn.get(path, "application/json")
+        .map(|(reply, _)| reply)
+        .map_err(|e| format!("{} GET {path}: {}", server.name, e.error))
+}
+
+/// Server A alone on `tag` hands out 10 IDs and stops on SIGTERM; server B's first ID
+/// of the tag is A's last + 1.
+fn tail_check(store: &str, tag: &str, logs: &Path) -> Result<(), String> {
+    let mut a = Server::start("tail server A", store, tag, logs)?;
+    let reply = fetch(&a, &format!("/v1/segment/{tag}?count=10"))?;
+    if reply.status != 200 {
+        return Err(format!(
+            "A's /v1/segment/{tag}?count=10 answered {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        ));
+    }
+    let ids =
+        ids_of(Route::V1Segment, false, 10, tag, &reply.body).map_err(|e| format!("A: {e}"))?;
+    if ids.windows(2).any(|w| w[1] != w[0] + 1) {
+        return Err(format!(
+            "A's 10 IDs of a fresh tag are not consecutive: {ids:?}"
+        ));
+    }
+    let last = *ids.last().expect("10 IDs");
+    let signalled = Instant::now();
+    a.signal(libc::SIGTERM);
+    match a.wait_until(signalled + EXIT_LIMIT) {
+        Some(status) if status.success() => {}
+        Some(status) => {
+            return Err(format!(
+                "A exited with {status} after SIGTERM, not 0; its stderr ends:\n{}",
+                a.log_tail(2000)
+            ))
+        }
+        None => {
+            return Err(format!(
+                "A still running {EXIT_LIMIT:?} after SIGTERM; its stderr ends:\n{}",
+                a.log_tail(2000)
+            ))
+        }
+    }
+    let a_exit = signalled.elapsed();
+    let mut b = Server::start("tail server B", store, tag, logs)?;
+    let reply = fetch(&b, &format!("/v1/segment/{tag}?count=1"))?;
+    if reply.status != 200 {
+        return Err(format!(
+            "B's /v1/segment/{tag}?count=1 answered {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        ));
+    }
+    let first =
+        ids_of(Route::V1Segment, false, 1, tag, &reply.body).map_err(|e| format!("B: {e}"))?[0];
+    let signalled = Instant::now();
+    b.signal(libc::SIGTERM);
+    let b_status = b.wait_until(signalled + EXIT_LIMIT);
+    if first != last + 1 {
+        return Err(format!(
+            "A handed out {ids:?} and exited 0 in {a_exit:.1?} after SIGTERM, but B's first ID \
+             of {tag} is {first}, not {} (A's tail was not given back); A's stderr ends:\n{}",
+            last + 1,
+            a.log_tail(2000)
+        ));
+    }
+    match b_status {
+        Some(status) if status.success() => {}
+        other => {
+            return Err(format!(
+            "B did not exit 0 within {EXIT_LIMIT:?} of SIGTERM ({other:?}); its stderr ends:\n{}",
+            b.log_tail(2000)
+        ))
+        }
+    }
+    eprintln!("tail check on {tag}: A {ids:?}, exit 0 in {a_exit:.1?}; B's first {first}");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_fleet_on_one_sqlite_file() {
+    let dir = tempfile::tempdir().expect("a folder for the store");
+    let store = dir.path().join("fleet.sqlite3");
+    fleet("sqlite", &store.display().to_string());
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn a_fleet_on_mariadb() {
+    fleet("mysql", &servers::mysql_url());
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_fleet_on_postgres() {
+    fleet("postgres", &servers::postgres_url());
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_fleet_on_redis() {
+    fleet("redis", &servers::redis_url());
+}
