@@ -170,17 +170,7 @@ impl Server {
             tag,
         ]);
         common::clean(&mut command);
-        for var in [
-            "UIDGEN_LISTEN",
-            "UIDGEN_STORE",
-            "UIDGEN_LAYOUT",
-            "UIDGEN_MAX_COUNT",
-            "UIDGEN_TAGS",
-            "UIDGEN_CREATE_TAGS",
-            "UIDGEN_ALLOW_PUBLIC",
-            "UIDGEN_TOKENS_FILE",
-            "UIDGEN_TOKENS",
-        ] {
+        for var in uidgen_server::ENV_VARIABLES {
             command.env_remove(var);
         }
         command.stdout(Stdio::piped()).stderr(Stdio::from(stderr));

@@ -13,6 +13,18 @@ pub const DEFAULT_MAX_COUNT: u64 = 100_000;
 pub const MAX_MAX_COUNT: u64 = 1_000_000;
 /// Where the service listens by default: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The variables [`Config::load`] reads.
+pub const ENV_VARIABLES: [&str; 9] = [
+    "UIDGEN_LISTEN",
+    "UIDGEN_STORE",
+    "UIDGEN_LAYOUT",
+    "UIDGEN_MAX_COUNT",
+    "UIDGEN_TAGS",
+    "UIDGEN_CREATE_TAGS",
+    "UIDGEN_ALLOW_PUBLIC",
+    "UIDGEN_TOKENS_FILE",
+    "UIDGEN_TOKENS",
+];
 /// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
 pub const SNOWFLAKE_GRANT: &str = "@snowflake";
 

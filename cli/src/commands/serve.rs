@@ -6,21 +6,8 @@ use crate::Env;
 use std::io::Write;
 use uidgen_server::Config;
 
-/// The variables the service reads (besides what the store URL needs).
-const VARIABLES: [&str; 9] = [
-    "UIDGEN_LISTEN",
-    "UIDGEN_STORE",
-    "UIDGEN_LAYOUT",
-    "UIDGEN_MAX_COUNT",
-    "UIDGEN_TAGS",
-    "UIDGEN_CREATE_TAGS",
-    "UIDGEN_ALLOW_PUBLIC",
-    "UIDGEN_TOKENS_FILE",
-    "UIDGEN_TOKENS",
-];
-
 pub(crate) fn run(args: &ServeArgs, env: Env, stdout: &mut dyn Write) -> Result<u8, Failure> {
-    let vars = VARIABLES.iter().filter_map(|name| {
+    let vars = uidgen_server::ENV_VARIABLES.iter().filter_map(|name| {
         env(name).map(|value| (name.to_string(), value.to_string_lossy().into_owned()))
     });
     let mut config = Config::load(args.config.as_deref(), vars)?;

@@ -3,7 +3,7 @@
 //! (Leaf's status for failures) with a JSON body naming the problem, or 401/403 for
 //! tokens.
 
-use super::{authorize, bearer, json, Params};
+use super::{authorize, bearer, json_ok, Params};
 use crate::config::SNOWFLAKE_GRANT;
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
@@ -87,8 +87,5 @@ pub(super) async fn decode(
         sequence_id: parts.sequence.to_string(),
         timestamp: format!("{}({time})", parts.timestamp_millis),
     };
-    Ok(json(
-        StatusCode::OK,
-        serde_json::to_string(&body).unwrap_or_default(),
-    ))
+    Ok(json_ok(&body))
 }

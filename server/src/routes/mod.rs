@@ -155,6 +155,14 @@ pub(crate) fn text(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
+/// A 200 with `body` as JSON.
+pub(crate) fn json_ok<T: serde::Serialize>(body: &T) -> Response {
+    json(
+        StatusCode::OK,
+        serde_json::to_string(body).unwrap_or_default(),
+    )
+}
+
 /// A JSON answer.
 pub(crate) fn json(status: StatusCode, body: String) -> Response {
     use axum::response::IntoResponse;

@@ -1,6 +1,6 @@
 //! uidgen's own API: batches, IDs as strings and numbers, ranges, decoding.
 
-use super::{authorize, bearer, json, parse_count, text, Params};
+use super::{authorize, bearer, json_ok, parse_count, text, Params};
 use crate::config::SNOWFLAKE_GRANT;
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
@@ -61,10 +61,7 @@ fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64]) -> Response {
         ids,
         ids_str: AsStrings(ids),
     };
-    json(
-        StatusCode::OK,
-        serde_json::to_string(&body).unwrap_or_default(),
-    )
+    json_ok(&body)
 }
 
 /// `GET /v1/snowflake?count=N`
@@ -128,10 +125,7 @@ pub(super) async fn range(
         first_str: first.to_string(),
         last_str: last.to_string(),
     };
-    Ok(json(
-        StatusCode::OK,
-        serde_json::to_string(&body).unwrap_or_default(),
-    ))
+    Ok(json_ok(&body))
 }
 
 #[derive(Serialize)]
@@ -163,8 +157,5 @@ pub(super) async fn decode(
         worker_id: parts.worker_id,
         sequence: parts.sequence,
     };
-    Ok(json(
-        StatusCode::OK,
-        serde_json::to_string(&body).unwrap_or_default(),
-    ))
+    Ok(json_ok(&body))
 }

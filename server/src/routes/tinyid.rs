@@ -4,7 +4,7 @@
 //! and the simple routes answer a one-line reason; both with an HTTP status that says
 //! what happened (Tinyid's client reads a body only from a 200), never an empty 200.
 
-use super::{authorize, parse_count, text, Params};
+use super::{authorize, json_ok, parse_count, text, Params};
 use crate::error::ApiError;
 use crate::ids::Ids;
 use axum::body::Bytes;
@@ -88,10 +88,7 @@ fn envelope_ok<T: Serialize>(data: T) -> Response {
         code: 200,
         message: String::new(),
     };
-    super::json(
-        StatusCode::OK,
-        serde_json::to_string(&body).unwrap_or_default(),
-    )
+    json_ok(&body)
 }
 
 /// The text answer of a failure.
