@@ -79,13 +79,19 @@
 //! Twitter's and Instagram's. Bad settings are a [`ConfigError`] naming the field, the
 //! value and the limit, when the layout is built — never a wrong ID later.
 //!
+//! # IDs as strings
+//!
+//! [`IdFormat`] writes and reads an ID in decimal, hex, base62 or Crockford base32; the
+//! fixed-width three sort as the numbers do. [`decode_any`] reads any of them, and
+//! [`DecodeError`] says what is wrong with a string that is none.
+//!
 //! # Features
 //!
 //! | feature | brings |
 //! |---|---|
 //! | (none, the default) | the layouts and both generators: no database, no async runtime |
 //! | `tokio` | `next_uid_async` on both generators; an async `assign` on the registries |
-//! | `serde` | `Serialize`/`Deserialize` for [`UidParts`] and [`TimeUnit`] |
+//! | `serde` | `Serialize`/`Deserialize` for [`UidParts`] and [`TimeUnit`]; [`serde_as`]: IDs as strings |
 //! | `sqlite` | [`EmbeddedWorkerIdAssigner`], [`SqliteLeaseStore`], [`SqliteSegmentStore`]; SQLite compiled in (no system library needed) |
 //! | `mysql` | [`MySqlWorkerIdAssigner`], `MySqlLeaseStore`, `MySqlSegmentStore` on `mysql_async` (pulls in `tokio`) |
 //! | `postgres` | `PostgresLeaseStore`, `PostgresSegmentStore` on `tokio-postgres` (no TLS) |
@@ -106,6 +112,7 @@ compile_error!("--cfg uidgen_loom needs the `loom` feature (see loom-tests/)");
 #[macro_use]
 mod setters;
 mod clock;
+mod encode;
 mod error;
 mod generator;
 mod layout;
@@ -117,6 +124,12 @@ mod wait;
 mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+/// `#[serde(with = "uidgen::serde_as::base62")]` and the like: `u64` IDs as strings
+/// (feature `serde`).
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub use encode::serde_as;
+pub use encode::{decode_any, DecodeError, Encoded, IdFormat, ParseFormatError, MAX_ENCODED_LEN};
 pub use error::{ConfigError, InvalidUidReason, UidError};
 pub use generator::{IdSource, UidGenerator};
 pub use layout::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, TOTAL_BITS};

@@ -9,7 +9,7 @@ use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
-use uidgen::{ConfigError, LayoutBuilder, Preset, TimeUnit};
+use uidgen::{ConfigError, IdFormat, LayoutBuilder, Preset, TimeUnit};
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +38,10 @@ pub(crate) enum Command {
         /// Print each ID taken apart, as parse prints it, one JSON object a line.
         #[arg(long)]
         json: bool,
+        /// How each ID is written. hex, base62 and base32 are fixed width (16, 11 and 13
+        /// characters, zeros in front), so they sort as the numbers do.
+        #[arg(long, value_enum, default_value_t = FormatArg::Decimal, conflicts_with = "json")]
+        format: FormatArg,
         #[command(flatten)]
         worker: WorkerArgs,
         #[command(flatten)]
@@ -45,10 +49,15 @@ pub(crate) enum Command {
     },
     /// Take IDs apart: one JSON object a line, as UidGenerator's parseUID.
     Parse {
-        /// The IDs, in decimal. None, or -, reads them from stdin (separated by white space).
-        /// Put -- before IDs that start with a dash.
+        /// The IDs, in any form next writes. None, or -, reads them from stdin (separated
+        /// by white space). Put -- before IDs that start with a dash.
         #[arg(value_name = "ID", allow_negative_numbers = true)]
         uids: Vec<String>,
+        /// Read every ID in this form. Default: each in the form it looks like: digits
+        /// only are decimal; then 11 characters base62, 13 base32, 16 hex; then 0x... hex.
+        /// Name the form when fixed-width IDs may be digits only (small IDs in hex).
+        #[arg(long, value_enum)]
+        format: Option<FormatArg>,
         #[command(flatten)]
         layout: LayoutArgs,
     },
@@ -341,6 +350,30 @@ pub(crate) enum GeneratorKind {
     Default,
     /// Hands IDs out from a ring a padding thread keeps full, borrowing future ticks for large runs.
     Cached,
+}
+
+/// A string form of IDs (the library's `IdFormat`).
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum FormatArg {
+    /// Decimal digits, as UidGenerator writes them.
+    Decimal,
+    /// 16 lower-case hex digits (read in any case, or as 0x and 1 to 16 digits).
+    Hex,
+    /// 11 characters of 0-9, A-Z, a-z.
+    Base62,
+    /// 13 characters of Crockford's base32 (read in any case; O as 0, I and L as 1).
+    Base32,
+}
+
+impl From<FormatArg> for IdFormat {
+    fn from(format: FormatArg) -> Self {
+        match format {
+            FormatArg::Decimal => IdFormat::Decimal,
+            FormatArg::Hex => IdFormat::Hex,
+            FormatArg::Base62 => IdFormat::Base62,
+            FormatArg::Base32 => IdFormat::Base32,
+        }
+    }
 }
 
 /// Which generator `bench` measures.

@@ -95,6 +95,108 @@ fn malformed_and_negative_uids_fail_naming_the_argument_once() {
 }
 
 #[test]
+fn next_writes_every_form_and_parse_reads_each_back() {
+    let decimal = stdout_lines(&uidgen(&["next", "-n", "3", "--worker-id", "78"]));
+    let expected = stdout_lines(&uidgen(&[&["parse"][..], &to_strs(&decimal)].concat()));
+    assert_eq!(expected.len(), 3);
+    for (format, width) in [("hex", 16), ("base62", 11), ("base32", 13)] {
+        let out = uidgen(&["next", "-n", "3", "--worker-id", "78", "--format", format]);
+        assert!(out.status.success(), "{out:?}");
+        let ids = stdout_lines(&out);
+        assert!(ids.iter().all(|id| id.len() == width), "{format}: {ids:?}");
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(sorted, ids, "{format} strings sort as their IDs were made");
+        // Read as the form they look like, and as the form named.
+        for args in [vec!["parse"], vec!["parse", "--format", format]] {
+            let out = uidgen(&[&args[..], &to_strs(&ids)].concat());
+            assert!(out.status.success(), "{out:?}");
+            let parsed = stdout_lines(&out);
+            // The JSON parse gives for the same IDs in decimal.
+            for (line, id) in parsed.iter().zip(&ids) {
+                let json: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert_eq!(json["workerId"], "78", "{format} {id}");
+                let uid = uidgen::decode_any(id).unwrap();
+                assert_eq!(json["UID"], uid.to_string(), "{format} {id}");
+            }
+        }
+    }
+    // The same ID in every form, stdin included, gives the same line.
+    let all = [
+        "241187831286865920",
+        "0358df0e00002000",
+        "0x358df0e00002000",
+        "0Hodr1ScMMa",
+        "06p6z1r0oo8oo",
+    ];
+    let out = uidgen(&[&["parse"][..], &all].concat());
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), all.len(), "{out:?}");
+    assert!(lines.iter().all(|line| line == &lines[0]), "{lines:?}");
+    // A fixed-width string of digits only is decimal unless the form is named.
+    let out = uidgen(&["parse", "--format", "hex", "0000000000000010"]);
+    assert!(
+        stdout_lines(&out)[0].starts_with(r#"{"UID":"16","#),
+        "{out:?}"
+    );
+    let out = uidgen(&["parse", "0000000000000010"]);
+    assert!(
+        stdout_lines(&out)[0].starts_with(r#"{"UID":"10","#),
+        "{out:?}"
+    );
+    // --json writes the parts, so it takes no form.
+    let out = uidgen(&["next", "--json", "--format", "hex"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn ids_in_no_form_fail_naming_the_form_the_problem_and_the_limit() {
+    for (args, message) in [
+        (
+            &["parse", "0000000000!"][..],
+            "uidgen: invalid UID \"0000000000!\": base62 ID: '!' at index 10 is not a base62 \
+             digit (0-9, A-Z, a-z)\n",
+        ),
+        (
+            &["parse", "--format", "base32", "0000000000000U"],
+            "uidgen: invalid UID \"0000000000000U\": base32 ID: expected 13 characters, got 14 \
+             characters\n",
+        ),
+        (
+            &["parse", "--format", "base32", "000000000000U"],
+            "uidgen: invalid UID \"000000000000U\": base32 ID: 'U' at index 12 is not a \
+             Crockford base32 digit (0-9 and A-Z but U, any case; I and L read as 1, O as 0)\n",
+        ),
+        (
+            &["parse", "AzL8n0Y58m8"],
+            "uidgen: invalid UID \"AzL8n0Y58m8\": base62 ID: the value exceeds 2^63 - 1 = \
+             9223372036854775807, the largest ID (IDs never set the sign bit)\n",
+        ),
+        (
+            &["parse", "--format", "hex", "8000000000000000"],
+            "uidgen: invalid UID \"8000000000000000\": hex ID: the value exceeds 2^63 - 1 = \
+             9223372036854775807, the largest ID (IDs never set the sign bit)\n",
+        ),
+    ] {
+        let out = uidgen(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), message);
+        assert!(out.stdout.is_empty());
+    }
+    let out = uidgen(&["parse", "--format", "base64", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[possible values: decimal, hex, base62, base32]"),
+        "{err}"
+    );
+}
+
+fn to_strs(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).collect()
+}
+
+#[test]
 fn layout_reports_capacity_and_end() {
     let out = uidgen(&["layout"]);
     assert!(out.status.success(), "{out:?}");

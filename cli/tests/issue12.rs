@@ -531,8 +531,9 @@ fn case8_parse_names_the_input_once() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr_of(&out),
-        "uidgen: stdin line 2: invalid UID \"12x\": not a decimal integer in \
-         0..=9223372036854775807\n"
+        "uidgen: stdin line 2: invalid UID \"12x\": not an ID in any form: 3 characters, \
+         not all digits; decimal is digits only, base62 has 11 characters, base32 13, hex 16 \
+         (or 0x and 1 to 16 hex digits)\n"
     );
 }
 

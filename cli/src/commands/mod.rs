@@ -34,13 +34,26 @@ pub(crate) fn execute(
             count,
             generator,
             json,
+            format,
             worker,
             layout,
         } => {
             let source = Source::from_args(&worker, env)?;
-            next::run(count, generator, json, &source, &layout, stdout)
+            let format = (!json).then_some(format.into());
+            next::run(count, generator, format, &source, &layout, stdout)
         }
-        Command::Parse { uids, layout } => parse::run(&uids, &layout, stdin, stdout, stderr),
+        Command::Parse {
+            uids,
+            format,
+            layout,
+        } => parse::run(
+            &uids,
+            format.map(Into::into),
+            &layout,
+            stdin,
+            stdout,
+            stderr,
+        ),
         Command::Worker {
             action,
             json,

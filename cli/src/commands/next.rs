@@ -1,4 +1,4 @@
-//! `uidgen next`: new IDs, one a line (or each taken apart, as JSON).
+//! `uidgen next`: new IDs, one a line in a form (or each taken apart, as JSON).
 
 use super::{cached_generator, default_generator, write_ids};
 use crate::args::{GeneratorKind, LayoutArgs};
@@ -6,12 +6,13 @@ use crate::output::{Failure, Lines};
 use crate::source::Source;
 use crate::SUCCESS;
 use std::io::Write;
-use uidgen::UidGenerator;
+use uidgen::{IdFormat, UidGenerator};
 
 pub(super) fn run(
     count: u64,
     generator: GeneratorKind,
-    json: bool,
+    // `None`: each ID taken apart, as JSON.
+    format: Option<IdFormat>,
     source: &Source,
     layout: &LayoutArgs,
     stdout: &mut dyn Write,
@@ -32,12 +33,9 @@ pub(super) fn run(
         &mut out,
         count,
         |batch| generator.next_uids(batch),
-        |out, uid| {
-            if json {
-                out.line(bits.parse(uid)?)
-            } else {
-                out.line(uid)
-            }
+        |out, uid| match format {
+            None => out.line(bits.parse(uid)?),
+            Some(format) => out.line(format.display(uid)),
         },
     );
     // The IDs made before a failure are good: write them, then report it.

@@ -1,13 +1,16 @@
-//! `uidgen parse`: IDs taken apart, one JSON object a line, from the arguments or stdin.
+//! `uidgen parse`: IDs taken apart, one JSON object a line, from the arguments or stdin,
+//! in any form `next` writes.
 
 use crate::args::{self, LayoutArgs};
 use crate::output::{report, Failure, Lines};
 use crate::words;
 use crate::{FAILURE, SUCCESS};
 use std::io::{BufRead, Write};
+use uidgen::{BitsAllocator, IdFormat, InvalidUidReason, UidError, UidParts};
 
 pub(super) fn run(
     uids: &[String],
+    format: Option<IdFormat>,
     layout: &LayoutArgs,
     stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
@@ -27,9 +30,9 @@ pub(super) fn run(
                 i64::MAX
             )
         } else {
-            match bits.parse_str(word) {
+            match read(&bits, word, format) {
                 Ok(parts) => return out.line(parts),
-                Err(err) => err.to_string(),
+                Err(message) => message,
             }
         };
         // What came before it first, so that the two streams read in order.
@@ -63,5 +66,31 @@ pub(super) fn run(
         // A closed stdout ends the command with the status earned so far.
         Ok(()) | Err(Failure::ClosedPipe) => Ok(if failed { FAILURE } else { SUCCESS }),
         Err(other) => Err(other),
+    }
+}
+
+/// One ID taken apart: read in `format`, or else in the form it looks like
+/// (`IdFormat::detect`); or the words saying why it is no ID.
+fn read(bits: &BitsAllocator, word: &str, format: Option<IdFormat>) -> Result<UidParts, String> {
+    let text = word.trim();
+    let invalid = |why: uidgen::DecodeError| format!("invalid UID {}: {why}", args::shorten(word));
+    match format.or_else(|| IdFormat::detect(text)) {
+        // Decimal reads as it always has, with the library's words for it.
+        Some(IdFormat::Decimal) => bits.parse_str(word).map_err(|err| err.to_string()),
+        Some(form) => {
+            let uid = form.decode(text).map_err(invalid)?;
+            bits.parse(uid).map_err(|err| err.to_string())
+        }
+        // No form fits: a sign or nothing at all is said as before; anything else gets
+        // what each form looks like.
+        None => match bits.parse_str(word) {
+            Err(UidError::InvalidUid {
+                reason: InvalidUidReason::NotDecimal,
+                ..
+            }) => Err(invalid(uidgen::DecodeError::Unrecognized {
+                len: text.chars().count(),
+            })),
+            other => other.map_err(|err| err.to_string()),
+        },
     }
 }
