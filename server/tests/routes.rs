@@ -370,3 +370,52 @@ fn a_stopped_service_gives_its_segment_tail_back_and_the_next_goes_on_from_its_l
         .unwrap();
     assert_eq!(first, last + 1, "the tail was given back at shutdown");
 }
+
+#[test]
+fn ids_str_and_text_lines_come_in_the_asked_form_and_decode_to_the_ids() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    for format in uidgen::IdFormat::ALL {
+        let body = json(&get(&server, &format!("/v1/snowflake?count=100&format={format}")).body);
+        let numbers: Vec<u64> = body["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        let strings: Vec<&str> = body["ids_str"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        for (id, text) in numbers.iter().zip(&strings) {
+            assert_eq!(format.decode(text).unwrap(), *id, "{format}: {text}");
+            if let Some(width) = format.width() {
+                assert_eq!(text.len(), width);
+            }
+        }
+        let lines = curl(&[
+            "-H",
+            "Accept: text/plain",
+            &server.url(&format!("/v1/segment/order?count=20&format={format}")),
+        ]);
+        let decoded: Vec<u64> = lines
+            .body
+            .lines()
+            .map(|l| format.decode(l).unwrap())
+            .collect();
+        assert_eq!(decoded.len(), 20);
+        assert!(
+            decoded.windows(2).all(|w| w[1] == w[0] + 1),
+            "{:?}",
+            lines.body
+        );
+    }
+    let answer = get(&server, "/v1/snowflake?format=base64");
+    assert_eq!(answer.status, 400);
+    assert!(
+        answer.body.contains("base62") && answer.body.contains("base64"),
+        "{}",
+        answer.body
+    );
+}

@@ -10,18 +10,32 @@ use axum::response::Response;
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use std::sync::Arc;
+use uidgen::IdFormat;
 
-/// IDs as decimal strings, for clients (JavaScript) that lose digits above 2^53.
-struct AsStrings<'a>(&'a [u64]);
+/// IDs as strings in one form, for clients (JavaScript) that lose digits above 2^53.
+struct AsStrings<'a>(&'a [u64], IdFormat);
 
 impl Serialize for AsStrings<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        let mut buffer = itoa::Buffer::new();
+        let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
         for id in self.0 {
-            seq.serialize_element(buffer.format(*id))?;
+            seq.serialize_element(self.1.encode_into(*id, &mut buffer))?;
         }
         seq.end()
+    }
+}
+
+/// The `format` parameter: how `ids_str` and text lines write IDs (default decimal).
+fn format_of(params: &Params) -> Result<IdFormat, ApiError> {
+    match params.get("format") {
+        None => Ok(IdFormat::Decimal),
+        Some(name) => name.parse().map_err(|e: uidgen::ParseFormatError| {
+            ApiError::bad_request(
+                format!("format = {} cannot be used", shown_tag(name)),
+                e.to_string(),
+            )
+        }),
     }
 }
 
@@ -34,8 +48,9 @@ struct IdsBody<'a> {
     ids_str: AsStrings<'a>,
 }
 
-/// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON.
-fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64]) -> Response {
+/// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
+/// `format`.
+fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64], format: IdFormat) -> Response {
     let wants_text = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -48,9 +63,9 @@ fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64]) -> Response {
         );
     if wants_text {
         let mut body = String::with_capacity(ids.len() * 20);
-        let mut buffer = itoa::Buffer::new();
+        let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
         for id in ids {
-            body.push_str(buffer.format(*id));
+            body.push_str(format.encode_into(*id, &mut buffer));
             body.push('\n');
         }
         return text(StatusCode::OK, body);
@@ -59,7 +74,7 @@ fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64]) -> Response {
         tag,
         count: ids.len(),
         ids,
-        ids_str: AsStrings(ids),
+        ids_str: AsStrings(ids, format),
     };
     json_ok(&body)
 }
@@ -73,9 +88,10 @@ pub(super) async fn snowflake(
     authorize(&ids, bearer(&headers), SNOWFLAKE_GRANT)?;
     let params = Params::from_parts(query.as_deref(), b"");
     let count = parse_count(&ids, "count", params.get("count"))?;
+    let format = format_of(&params)?;
     let out = ids.snowflake_ids(count).await?;
     ids.metrics.served("v1", SNOWFLAKE_GRANT, out.len());
-    Ok(answer(&headers, None, &out))
+    Ok(answer(&headers, None, &out, format))
 }
 
 /// `GET /v1/segment/{tag}?count=N`
@@ -88,9 +104,10 @@ pub(super) async fn segment(
     authorize(&ids, bearer(&headers), &tag)?;
     let params = Params::from_parts(query.as_deref(), b"");
     let count = parse_count(&ids, "count", params.get("count"))?;
+    let format = format_of(&params)?;
     let out = ids.segment_ids(&tag, count).await?;
     ids.metrics.served("v1", &tag, out.len());
-    Ok(answer(&headers, Some(&tag), &out))
+    Ok(answer(&headers, Some(&tag), &out, format))
 }
 
 #[derive(Serialize)]
