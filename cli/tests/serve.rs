@@ -1,6 +1,7 @@
 //! `uidgen serve` as a process: SIGTERM gives back and releases, nothing logs a token,
 //! /readyz follows the store, and Tinyid's own Java client draws from two services.
 
+mod common;
 #[path = "../../tests/support/relay.rs"]
 mod relay;
 #[path = "../../tests/support/servers.rs"]
@@ -22,14 +23,14 @@ struct Serve {
 impl Serve {
     fn start(args: &[&str], envs: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_uidgen"));
-        command
+        // No UIDGEN_* of the caller's (scripts/test exports UIDGEN_MYSQL_URL).
+        common::clean(&mut command)
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("UIDGEN_TOKENS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .args(args);
+        for var in uidgen_server::ENV_VARIABLES {
+            command.env_remove(var);
+        }
         for (k, v) in envs {
             command.env(k, v);
         }
@@ -168,12 +169,18 @@ fn sigterm_gives_the_tail_back_releases_the_worker_id_and_no_log_line_shows_a_to
     assert!(!stderr.contains("s3cret"), "{stderr}");
 
     // The worker ID is free again, and the tag goes on right after the last ID served.
-    let list = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+    let list = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
         .args(["worker", "list", "--store", store])
         .output()
         .unwrap();
-    let list = String::from_utf8_lossy(&list.stdout);
-    assert!(list.contains("0 of 1024 worker IDs held"), "{list}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&list.stdout),
+        String::from_utf8_lossy(&list.stderr),
+    );
+    assert!(
+        stdout.contains("0 of 1024 worker IDs held"),
+        "worker list: {stdout}{stderr}"
+    );
     let next = Serve::start(&["--store", store, "--tag", "order"], &[]);
     let (status, body) = curl(&[&next.url("/v1/segment/order")]);
     assert_eq!(status, 200, "{body}");
@@ -195,7 +202,7 @@ fn flags_that_cannot_be_used_are_refused_before_anything_starts() {
         if !args.contains(&"--store") {
             args.extend(["--store", store]);
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+        let out = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
             .arg("serve")
             .args(&args)
             .envs(envs.iter().copied())
@@ -363,7 +370,7 @@ fn while_starting_healthz_is_200_and_readyz_and_the_id_routes_are_503() {
         .unwrap()
         .port();
     let tag = format!("starting-{}", servers::random_suffix());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+    let mut child = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--store", &url, "--tag", &tag])
         .stdout(Stdio::null())
