@@ -32,6 +32,24 @@ pub enum ConfigError {
         /// Their sum.
         sum: u32,
     },
+    /// The three fields do not add up to the total a capped layout asked for
+    /// ([`LayoutBuilder::total_bits`](crate::LayoutBuilder::total_bits)).
+    #[error(
+        "time_bits ({time_bits}) + worker_bits ({worker_bits}) + seq_bits ({seq_bits}) = {sum}, \
+         but must be exactly the layout's total_bits ({total})"
+    )]
+    BitsTotal {
+        /// Bits given to the time delta.
+        time_bits: u32,
+        /// Bits given to the worker ID.
+        worker_bits: u32,
+        /// Bits given to the sequence.
+        seq_bits: u32,
+        /// Their sum.
+        sum: u32,
+        /// The total asked for.
+        total: u32,
+    },
     /// The epoch could not be read as a date.
     #[error(
         "epoch {} is not a valid UTC date (expected YYYY-MM-DD or RFC 3339)",
@@ -260,6 +278,11 @@ pub enum InvalidUidReason {
     NotDecimal,
     /// Bit 63 is set, which no layout uses.
     SignBitSet,
+    /// Above the largest ID of a layout capped below 63 bits.
+    AboveLayout {
+        /// The layout's total bits.
+        total_bits: u32,
+    },
 }
 
 impl fmt::Display for InvalidUidReason {
@@ -276,6 +299,11 @@ impl fmt::Display for InvalidUidReason {
             InvalidUidReason::SignBitSet => {
                 write!(f, "the sign bit is set; IDs are at most {max}")
             }
+            InvalidUidReason::AboveLayout { total_bits } => write!(
+                f,
+                "above this layout's largest ID, {} (it uses {total_bits} bits)",
+                (1u64 << total_bits) - 1
+            ),
         }
     }
 }

@@ -132,7 +132,9 @@ pub use encode::serde_as;
 pub use encode::{decode_any, DecodeError, Encoded, IdFormat, ParseFormatError, MAX_ENCODED_LEN};
 pub use error::{ConfigError, InvalidUidReason, UidError};
 pub use generator::{IdSource, UidGenerator};
-pub use layout::{BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, TOTAL_BITS};
+pub use layout::{
+    BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, JS_MAX_SAFE_INTEGER, TOTAL_BITS,
+};
 #[cfg(not(uidgen_loom))]
 pub use segment::{
     GiveBack, SegmentError, SegmentGenerator, SegmentGeneratorBuilder, SegmentStats,

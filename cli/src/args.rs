@@ -119,7 +119,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// The snowflake layout, a preset: default, snowflake (Leaf's), uidgenerator-readme or
-    /// instagram (the service takes presets only).
+    /// instagram or js-safe (the service takes presets only).
     #[arg(long, value_name = "PRESET")]
     pub(crate) layout: Option<String>,
     /// A segment tag to create at start if missing (repeat for more).
@@ -458,7 +458,7 @@ fn parse_path(text: &str) -> Result<PathBuf, String> {
 
 #[derive(Args)]
 pub(crate) struct LayoutArgs {
-    /// A preset (default, uidgenerator, uidgenerator-readme, snowflake, instagram) or bits
+    /// A preset (default, uidgenerator, uidgenerator-readme, snowflake, instagram, js-safe) or bits
     /// as TIME/WORKER/SEQ adding up to 63, e.g. 29/21/13.
     #[arg(long, default_value = "default")]
     pub(crate) layout: String,

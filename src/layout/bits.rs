@@ -43,16 +43,26 @@ pub enum Preset {
     /// positive in a signed `BIGINT` only while the top time bit is 0, i.e. for 2^40 ms
     /// (34.8 years, until 2046). We keep the sign bit, so the time field is that 40 bits.
     Instagram,
+    /// Safe in JavaScript: every ID is at most 2^53 − 1 (`Number.MAX_SAFE_INTEGER`), so
+    /// `JSON.parse` and a JavaScript `number` keep it exact. 53 bits: 40 time / 7 worker
+    /// / 6 sequence, milliseconds, epoch 2026-01-01: 34.8 years of life (until
+    /// 2060-11), 128 worker IDs at once (leases reuse them), and 64 IDs a millisecond
+    /// (64,000 a second) per worker before the cached generator borrows future time.
+    JsSafe,
 }
+
+/// The largest integer JavaScript's `number` holds exactly: 2^53 − 1.
+pub const JS_MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 impl Preset {
     /// Every preset, for listings.
-    pub const ALL: [Preset; 5] = [
+    pub const ALL: [Preset; 6] = [
         Preset::Default,
         Preset::UidGenerator,
         Preset::UidGeneratorReadme,
         Preset::Snowflake,
         Preset::Instagram,
+        Preset::JsSafe,
     ];
 
     /// The name the CLI and [`FromStr`] use.
@@ -63,6 +73,7 @@ impl Preset {
             Preset::UidGeneratorReadme => "uidgenerator-readme",
             Preset::Snowflake => "snowflake",
             Preset::Instagram => "instagram",
+            Preset::JsSafe => "js-safe",
         }
     }
 
@@ -94,11 +105,17 @@ impl Preset {
                 TimeUnit::Milliseconds,
                 Epoch::Millis(1_314_220_021_721),
             ),
+            Preset::JsSafe => (40, 7, 6, TimeUnit::Milliseconds, Epoch::Date("2026-01-01")),
         };
         let builder = LayoutBuilder {
             time_bits: time,
             worker_bits: worker,
             seq_bits: seq,
+            total_bits: if self == Preset::JsSafe {
+                53
+            } else {
+                TOTAL_BITS
+            },
             unit,
             epoch: String::new(),
             epoch_millis: None,
@@ -144,13 +161,15 @@ pub struct LayoutBuilder {
     time_bits: u32,
     worker_bits: u32,
     seq_bits: u32,
+    total_bits: u32,
     unit: TimeUnit,
     epoch: String,
     epoch_millis: Option<u64>,
 }
 
 impl LayoutBuilder {
-    /// Sets the three field widths; they must add up to 63.
+    /// Sets the three field widths; they must add up to 63, or to
+    /// [`total_bits`](Self::total_bits) when that caps the layout.
     pub fn bits(mut self, time_bits: u32, worker_bits: u32, seq_bits: u32) -> Self {
         self.time_bits = time_bits;
         self.worker_bits = worker_bits;
@@ -161,6 +180,19 @@ impl LayoutBuilder {
     setters! {
         /// Sets the tick length.
         unit(unit: TimeUnit) => self.unit = unit;
+
+        /// Caps the layout at this many bits (3 to 63; default 63): the three fields must
+        /// add up to it, and every ID is below 2^total_bits. 53 keeps IDs within
+        /// JavaScript's exact integers ([`Preset::JsSafe`] is such a layout).
+        ///
+        /// ```
+        /// use uidgen::{BitsAllocator, JS_MAX_SAFE_INTEGER};
+        ///
+        /// let bits = BitsAllocator::builder().total_bits(53).bits(41, 6, 6).build()?;
+        /// assert_eq!(bits.max_uid(), JS_MAX_SAFE_INTEGER);
+        /// # Ok::<(), uidgen::ConfigError>(())
+        /// ```
+        total_bits(bits: u32) => self.total_bits = bits;
     }
 
     /// Sets the epoch as a UTC date (`"2016-05-20"`) or an RFC 3339 instant.
@@ -198,9 +230,8 @@ impl LayoutBuilder {
             None => parse_epoch(&self.epoch)?,
         };
         BitsAllocator::new(
-            self.time_bits,
-            self.worker_bits,
-            self.seq_bits,
+            [self.time_bits, self.worker_bits, self.seq_bits],
+            self.total_bits,
             self.unit,
             epoch_millis,
         )
@@ -226,6 +257,7 @@ pub struct BitsAllocator {
     time_bits: u32,
     worker_bits: u32,
     seq_bits: u32,
+    total_bits: u32,
     unit: TimeUnit,
     epoch_millis: u64,
     max_delta: u64,
@@ -256,9 +288,8 @@ impl BitsAllocator {
     }
 
     fn new(
-        time_bits: u32,
-        worker_bits: u32,
-        seq_bits: u32,
+        [time_bits, worker_bits, seq_bits]: [u32; 3],
+        total_bits: u32,
         unit: TimeUnit,
         epoch_millis: u64,
     ) -> Result<Self, ConfigError> {
@@ -271,15 +302,32 @@ impl BitsAllocator {
                 return Err(ConfigError::ZeroBits { field });
             }
         }
+        if !(3..=TOTAL_BITS).contains(&total_bits) {
+            return Err(ConfigError::OutOfRange {
+                field: "total_bits",
+                value: total_bits.to_string(),
+                limit: format!("3 to {TOTAL_BITS} (64 bits less the sign bit)"),
+            });
+        }
         let sum = time_bits
             .saturating_add(worker_bits)
             .saturating_add(seq_bits);
-        if sum != TOTAL_BITS {
-            return Err(ConfigError::BitsSum {
-                time_bits,
-                worker_bits,
-                seq_bits,
-                sum,
+        if sum != total_bits {
+            return Err(if total_bits == TOTAL_BITS {
+                ConfigError::BitsSum {
+                    time_bits,
+                    worker_bits,
+                    seq_bits,
+                    sum,
+                }
+            } else {
+                ConfigError::BitsTotal {
+                    time_bits,
+                    worker_bits,
+                    seq_bits,
+                    sum,
+                    total: total_bits,
+                }
             });
         }
         let mask = |bits: u32| (1u64 << bits) - 1;
@@ -287,6 +335,7 @@ impl BitsAllocator {
             time_bits,
             worker_bits,
             seq_bits,
+            total_bits,
             unit,
             epoch_millis,
             max_delta: mask(time_bits),
@@ -360,10 +409,16 @@ impl BitsAllocator {
 
     /// Unpacks an ID. An ID with the sign bit set was not made by any layout.
     pub fn parse(&self, uid: u64) -> Result<UidParts, UidError> {
-        if uid >> TOTAL_BITS != 0 {
+        if uid >> self.total_bits != 0 {
             return Err(UidError::InvalidUid {
                 input: uid.to_string(),
-                reason: InvalidUidReason::SignBitSet,
+                reason: if uid >> TOTAL_BITS != 0 {
+                    InvalidUidReason::SignBitSet
+                } else {
+                    InvalidUidReason::AboveLayout {
+                        total_bits: self.total_bits,
+                    }
+                },
             });
         }
         let delta = self.delta_of(uid);
@@ -446,6 +501,16 @@ impl BitsAllocator {
     /// for millisecond layouts).
     pub fn format_instant(&self, unix_millis: u64) -> String {
         format_utc(unix_millis, self.unit == TimeUnit::Milliseconds)
+    }
+
+    /// Bits the three fields use together: 63, or less for a capped layout.
+    pub fn total_bits(&self) -> u32 {
+        self.total_bits
+    }
+
+    /// The largest ID this layout can make: 2^total_bits − 1.
+    pub fn max_uid(&self) -> u64 {
+        (1u64 << self.total_bits) - 1
     }
 
     /// Bits of the time delta.

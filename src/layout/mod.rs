@@ -6,6 +6,6 @@ mod epoch;
 mod parts;
 mod unit;
 
-pub use bits::{BitsAllocator, LayoutBuilder, Preset, TOTAL_BITS};
+pub use bits::{BitsAllocator, LayoutBuilder, Preset, JS_MAX_SAFE_INTEGER, TOTAL_BITS};
 pub use parts::UidParts;
 pub use unit::TimeUnit;

@@ -55,9 +55,19 @@ fn describe(bits: &BitsAllocator, now_millis: u64) -> String {
         ),
         Err(err) => format!("not usable now: {err}"),
     };
+    let capped = if bits.total_bits() < uidgen::TOTAL_BITS {
+        format!(
+            "unused bits    {} below the sign bit, always 0 (every ID is at most {})\n",
+            uidgen::TOTAL_BITS - bits.total_bits(),
+            bits.max_uid()
+        )
+    } else {
+        String::new()
+    };
     format!(
         "layout         {bits}\n\
          sign bit       1 bit, always 0 (IDs are positive as i64)\n\
+         {capped}\
          time bits      {} (ticks of {unit}, max delta {})\n\
          worker bits    {} ({} worker IDs, 0..={})\n\
          sequence bits  {} ({} IDs per tick per worker)\n\

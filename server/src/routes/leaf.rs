@@ -76,7 +76,7 @@ pub(super) async fn decode(
     let parts = layout.parse_str(raw).map_err(|e| {
         ApiError::bad_request(
             format!("snowflakeId {} cannot be read: {e}", shown_tag(raw)),
-            format!("a decimal from 0 to {}", (1u64 << uidgen::TOTAL_BITS) - 1),
+            format!("a decimal from 0 to {}", ids.layout().max_uid()),
         )
     })?;
     let time = chrono::DateTime::from_timestamp_millis(parts.timestamp_millis as i64)

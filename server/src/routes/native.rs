@@ -163,7 +163,7 @@ pub(super) async fn decode(
     let parts = ids.layout().parse_str(&raw).map_err(|e| {
         ApiError::bad_request(
             format!("{} is not an ID of this layout: {e}", shown_tag(&raw)),
-            format!("a decimal from 0 to {}", (1u64 << uidgen::TOTAL_BITS) - 1),
+            format!("a decimal from 0 to {}", ids.layout().max_uid()),
         )
     })?;
     let body = DecodeBody {
