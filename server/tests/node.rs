@@ -26,7 +26,11 @@ fn through_node(server: &TestServer, script: &str) -> (Vec<u64>, Vec<String>) {
         .arg(&file)
         .output()
         .expect("node runs (Node 20: apt-get install nodejs)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -77,5 +81,8 @@ fn node_reads_every_number_exactly_from_the_js_safe_layout() {
         "#,
     );
     let read: Vec<u64> = lines.iter().map(|l| l.parse().unwrap()).collect();
-    assert_eq!(read, truth, "Node read the numbers of the js-safe layout exactly");
+    assert_eq!(
+        read, truth,
+        "Node read the numbers of the js-safe layout exactly"
+    );
 }
