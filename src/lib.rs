@@ -149,7 +149,7 @@ pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, Leas
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;
 pub use store::segment::{
-    SegmentStore, TagRecord, MAX_BASE_STEP, MAX_DESCRIPTION_LEN, MAX_TAG_LEN,
+    check_segment_tag, SegmentStore, TagRecord, MAX_BASE_STEP, MAX_DESCRIPTION_LEN, MAX_TAG_LEN,
 };
 pub use store::{is_credential_key, Cause, StoreError, StoreKind, StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "mysql")]

@@ -259,19 +259,13 @@ impl Ids {
 
     /// Refuses a tag no store can hold before any store call.
     fn check_tag(&self, tag: &str) -> Result<(), ApiError> {
-        if tag.is_empty()
-            || tag.chars().count() > uidgen::MAX_TAG_LEN
-            || tag.chars().any(char::is_control)
-            || tag.trim() != tag
-        {
-            return Err(ApiError::bad_request(
-                format!("the tag {} cannot be used", shown_tag(tag)),
-                format!(
-                    "1 to {} characters, without control characters or white space at either end",
-                    uidgen::MAX_TAG_LEN
-                ),
-            ));
-        }
+        uidgen::check_segment_tag(tag).map_err(|e| {
+            let rule = match e {
+                StoreError::InvalidName { rule, .. } => rule.to_owned(),
+                other => other.to_string(),
+            };
+            ApiError::bad_request(format!("the tag {} cannot be used", shown_tag(tag)), rule)
+        })?;
         if tag == SNOWFLAKE_GRANT {
             return Err(ApiError::bad_request(
                 format!("{SNOWFLAKE_GRANT} names the snowflake routes, not a segment tag"),

@@ -173,6 +173,19 @@ pub const MAX_DESCRIPTION_LEN: usize = 256;
 /// (Leaf's `step` column is a 32-bit `int`).
 pub const MAX_BASE_STEP: u64 = i32::MAX as u64;
 
+/// Whether `tag` can name a segment tag: the rule every store and generator checks
+/// ([`MAX_TAG_LEN`] characters at most, none a control character, no white space at
+/// either end). Call it to refuse a tag before any store call; the error is
+/// [`StoreError::InvalidName`], whose `rule` says what a tag must look like.
+///
+/// ```
+/// assert!(uidgen::check_segment_tag("order").is_ok());
+/// assert!(uidgen::check_segment_tag(" order").is_err());
+/// ```
+pub fn check_segment_tag(tag: &str) -> Result<(), StoreError> {
+    check_tag("segment store", tag)
+}
+
 /// Checks a tag before it reaches a store: 1 to 128 characters, none of them a control
 /// character (so messages and keys print as they are), no white space at either end (a
 /// SQL `PAD SPACE` collation would take `tag` and `tag ` for one tag; refused everywhere,
