@@ -4,6 +4,7 @@
 use crate::tokens::Tokens;
 use serde::Deserialize;
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -293,70 +294,75 @@ impl Config {
             value,
             limit: limit.into(),
         };
-        if self.max_count == 0 || self.max_count > MAX_MAX_COUNT {
-            return Err(invalid(
-                "max_count",
-                self.max_count.to_string(),
-                "1 to 1000000",
-            ));
-        }
-        if self.tag_step == 0 || self.tag_step > uidgen::MAX_BASE_STEP {
-            return Err(invalid(
-                "tag_step",
-                self.tag_step.to_string(),
-                &format!("1 to {}", uidgen::MAX_BASE_STEP),
-            ));
-        }
-        if !(1_000..=3_600_000).contains(&self.lease_ttl_ms) {
-            return Err(invalid(
-                "lease_ttl_ms",
-                self.lease_ttl_ms.to_string(),
-                "1000 to 3600000 (1 s to 1 hour)",
-            ));
-        }
-        if self.max_time_ahead_ms > 3_600_000 {
-            return Err(invalid(
-                "max_time_ahead_ms",
-                self.max_time_ahead_ms.to_string(),
-                "0 (no cap) to 3600000 (1 hour)",
-            ));
-        }
-        if !(1..=100).contains(&self.tinyid_loading_percent) {
-            return Err(invalid(
-                "tinyid_loading_percent",
-                self.tinyid_loading_percent.to_string(),
-                "1 to 100",
-            ));
-        }
         let limits = &self.limits;
-        for (field, value) in [
-            ("limits.request_timeout_ms", limits.request_timeout_ms),
-            ("limits.header_timeout_ms", limits.header_timeout_ms),
-        ] {
-            if !(1..=3_600_000).contains(&value) {
-                return Err(invalid(field, value.to_string(), "1 to 3600000 (1 hour)"));
-            }
-        }
-        if limits.shutdown_grace_ms > 3_600_000 {
-            return Err(invalid(
-                "limits.shutdown_grace_ms",
-                limits.shutdown_grace_ms.to_string(),
-                "0 to 3600000 (1 hour)",
-            ));
-        }
-        if !(1..=1_000_000).contains(&limits.max_connections) {
-            return Err(invalid(
-                "limits.max_connections",
-                limits.max_connections.to_string(),
+        let step_limit = format!("1 to {}", uidgen::MAX_BASE_STEP);
+        // Each numeric setting, its allowed range, and the range in words.
+        let ranges: [(&'static str, u64, RangeInclusive<u64>, &str); 10] = [
+            (
+                "max_count",
+                self.max_count,
+                1..=MAX_MAX_COUNT,
                 "1 to 1000000",
-            ));
-        }
-        if !(1..=16 * 1024 * 1024).contains(&limits.max_body_bytes) {
-            return Err(invalid(
+            ),
+            (
+                "tag_step",
+                self.tag_step,
+                1..=uidgen::MAX_BASE_STEP,
+                &step_limit,
+            ),
+            (
+                "lease_ttl_ms",
+                self.lease_ttl_ms,
+                1_000..=3_600_000,
+                "1000 to 3600000 (1 s to 1 hour)",
+            ),
+            (
+                "max_time_ahead_ms",
+                self.max_time_ahead_ms,
+                0..=3_600_000,
+                "0 (no cap) to 3600000 (1 hour)",
+            ),
+            (
+                "tinyid_loading_percent",
+                self.tinyid_loading_percent,
+                1..=100,
+                "1 to 100",
+            ),
+            (
+                "limits.request_timeout_ms",
+                limits.request_timeout_ms,
+                1..=3_600_000,
+                "1 to 3600000 (1 hour)",
+            ),
+            (
+                "limits.header_timeout_ms",
+                limits.header_timeout_ms,
+                1..=3_600_000,
+                "1 to 3600000 (1 hour)",
+            ),
+            (
+                "limits.shutdown_grace_ms",
+                limits.shutdown_grace_ms,
+                0..=3_600_000,
+                "0 to 3600000 (1 hour)",
+            ),
+            (
+                "limits.max_connections",
+                limits.max_connections as u64,
+                1..=1_000_000,
+                "1 to 1000000",
+            ),
+            (
                 "limits.max_body_bytes",
-                limits.max_body_bytes.to_string(),
+                limits.max_body_bytes as u64,
+                1..=16 * 1024 * 1024,
                 "1 to 16777216 (16 MiB)",
-            ));
+            ),
+        ];
+        for (field, value, allowed, limit) in ranges {
+            if !allowed.contains(&value) {
+                return Err(invalid(field, value.to_string(), limit));
+            }
         }
         if !self.listen.ip().is_loopback() && self.tokens.is_empty() && !self.allow_public {
             return Err(invalid(
