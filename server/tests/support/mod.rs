@@ -118,6 +118,12 @@ pub struct Answer {
 }
 
 pub fn curl(args: &[&str]) -> Answer {
+    try_curl(args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`curl`], with a failure to connect or read as an error rather than a panic (for
+/// polling a server that is still starting).
+pub fn try_curl(args: &[&str]) -> Result<Answer, String> {
     let out = Command::new("curl")
         .args([
             "-s",
@@ -132,21 +138,23 @@ pub fn curl(args: &[&str]) -> Answer {
         .args(args)
         .output()
         .expect("curl runs (apt-get install curl)");
-    assert!(
-        out.status.success(),
-        "curl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8 answer");
+    if !out.status.success() {
+        return Err(format!(
+            "curl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text =
+        String::from_utf8(out.stdout).map_err(|e| format!("curl {args:?}: not UTF-8: {e}"))?;
     let mut parts = text.rsplitn(3, '\n');
     let content_type = parts.next().unwrap_or_default().to_owned();
     let status = parts.next().unwrap_or_default().parse().unwrap_or(0);
     let body = parts.next().unwrap_or_default().to_owned();
-    Answer {
+    Ok(Answer {
         status,
         content_type,
         body,
-    }
+    })
 }
 
 pub fn get(server: &TestServer, path: &str) -> Answer {
