@@ -116,6 +116,8 @@ mod encode;
 mod error;
 mod generator;
 mod layout;
+#[cfg(feature = "opaque")]
+mod opaque;
 mod segment;
 mod snowflake;
 mod store;
@@ -135,10 +137,14 @@ pub use generator::{IdSource, UidGenerator};
 pub use layout::{
     BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, JS_MAX_SAFE_INTEGER, TOTAL_BITS,
 };
+#[cfg(feature = "opaque")]
+pub use opaque::{OpaqueError, OpaqueIds, MAX_KEY_VERSION, OPAQUE_KEY_LEN, OPAQUE_LEN};
 #[cfg(not(uidgen_loom))]
 pub use segment::{
-    GiveBack, SegmentError, SegmentGenerator, SegmentGeneratorBuilder, SegmentStats,
-    DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP, DEFAULT_RANGE_LIFETIME, PREFETCH_THREAD_NAME,
+    GiveBack, Period, PeriodSegmentGenerator, PeriodSegmentGeneratorBuilder,
+    ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder, SegmentError, SegmentGenerator,
+    SegmentGeneratorBuilder, SegmentStats, DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP,
+    DEFAULT_RANGE_LIFETIME, PREFETCH_THREAD_NAME,
 };
 pub use snowflake::{
     CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DefaultUidGenerator,

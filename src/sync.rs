@@ -99,8 +99,20 @@ pub(crate) fn unique_instance_id() -> u64 {
 /// lease keeper wait on the clock, which loom does not model. Poisoning is recovered as
 /// [`lock`] does, for the same reason (every write under these locks is whole).
 pub(crate) mod outside_loom {
-    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
+    use std::sync::{RwLockReadGuard, RwLockWriteGuard};
     use std::time::Duration;
+
+    /// Reads `lock`, recovering the guard if a writer panicked.
+    pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+        lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Writes `lock`, recovering the guard if a holder panicked.
+    pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+        lock.write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 
     /// Locks `mutex`, recovering the guard if a holder panicked.
     pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -38,3 +38,14 @@ pub enum SegmentError {
     #[error("could not start the segment prefetch thread")]
     Spawn(#[source] Arc<std::io::Error>),
 }
+
+impl SegmentError {
+    /// A setting out of range: `field = value`, and what it may be.
+    pub(crate) fn out_of_range(field: &'static str, value: String, limit: String) -> Self {
+        SegmentError::Config(ConfigError::OutOfRange {
+            field,
+            value,
+            limit,
+        })
+    }
+}

@@ -5,7 +5,7 @@ use super::chain::SLOTS;
 use super::error::SegmentError;
 use super::prefetch::Prefetcher;
 use super::tag::{GiveBack, Limits, SegmentStats, Tag};
-use crate::error::{ConfigError, UidError};
+use crate::error::UidError;
 use crate::store::segment::{check_tag, SegmentStore, MAX_BASE_STEP};
 use crate::store::StoreError;
 use crate::sync::Arc;
@@ -71,22 +71,15 @@ impl SegmentGeneratorBuilder {
         let describe = self.store.describe();
         let kind = self.store.kind().name();
         check_tag(kind, &self.tag)?;
-        let out_of_range = |field: &'static str, value: String, limit: String| {
-            SegmentError::Config(ConfigError::OutOfRange {
-                field,
-                value,
-                limit,
-            })
-        };
         if self.max_step == 0 || self.max_step > MAX_BASE_STEP * 16 {
-            return Err(out_of_range(
+            return Err(SegmentError::out_of_range(
                 "max_step",
                 self.max_step.to_string(),
                 format!("1..={}", MAX_BASE_STEP * 16),
             ));
         }
         if self.max_distance == 0 || self.max_distance > SLOTS - 1 {
-            return Err(out_of_range(
+            return Err(SegmentError::out_of_range(
                 "max_prefetch_distance",
                 self.max_distance.to_string(),
                 format!("1..={}", SLOTS - 1),
@@ -95,7 +88,7 @@ impl SegmentGeneratorBuilder {
         if self.range_lifetime < Duration::from_millis(1)
             || self.range_lifetime > Duration::from_secs(24 * 3600)
         {
-            return Err(out_of_range(
+            return Err(SegmentError::out_of_range(
                 "range_lifetime",
                 format!("{:?}", self.range_lifetime),
                 "1 ms to 24 h".into(),
@@ -330,18 +323,27 @@ impl Supply for SegmentGenerator {
     }
 }
 
-impl crate::generator::IdSource for SegmentGenerator {
-    #[inline]
-    fn next_id(&self) -> Result<u64, UidError> {
-        self.next_uid()
-    }
-    fn try_next_id(&self) -> Result<u64, UidError> {
-        self.try_next_uid()
-    }
-    fn next_ids(&self, out: &mut [u64]) -> Result<usize, UidError> {
-        self.next_uids(out)
-    }
+/// `IdSource` for a segment generator type through its own `next_uid`, `try_next_uid`
+/// and `next_uids`.
+macro_rules! id_source_from_inherent {
+    ($($generator:ty),*) => {$(
+        impl crate::generator::IdSource for $generator {
+            #[inline]
+            fn next_id(&self) -> Result<u64, UidError> {
+                self.next_uid()
+            }
+            fn try_next_id(&self) -> Result<u64, UidError> {
+                self.try_next_uid()
+            }
+            fn next_ids(&self, out: &mut [u64]) -> Result<usize, UidError> {
+                self.next_uids(out)
+            }
+        }
+    )*};
 }
+pub(super) use id_source_from_inherent;
+
+id_source_from_inherent!(SegmentGenerator);
 
 impl Drop for SegmentGenerator {
     fn drop(&mut self) {

@@ -7,7 +7,11 @@
 //! - `health`: how a store is doing, shared by every tag on it;
 //! - `tag`: one tag's state, its fill, and the rules (step, distance) and limits it keeps;
 //! - `prefetch`: the one thread per process that tops up every tag;
-//! - `generator`: [`SegmentGenerator`] and its builder, the public face.
+//! - `generator`: [`SegmentGenerator`] and its builder, the public face;
+//! - `period`: [`PeriodSegmentGenerator`], IDs that start with their day or month, a
+//!   segment generator per period;
+//! - `residue`: [`ResidueSegmentGenerator`], one tag over several stores, each handing
+//!   out its own residue class.
 
 #[cfg(not(uidgen_loom))]
 mod chain;
@@ -20,7 +24,11 @@ mod generator;
 #[cfg(not(uidgen_loom))]
 mod health;
 #[cfg(not(uidgen_loom))]
+mod period;
+#[cfg(not(uidgen_loom))]
 mod prefetch;
+#[cfg(not(uidgen_loom))]
+mod residue;
 #[cfg(not(uidgen_loom))]
 mod tag;
 
@@ -32,6 +40,10 @@ pub use generator::{
     DEFAULT_RANGE_LIFETIME,
 };
 #[cfg(not(uidgen_loom))]
+pub use period::{Period, PeriodSegmentGenerator, PeriodSegmentGeneratorBuilder};
+#[cfg(not(uidgen_loom))]
 pub use prefetch::PREFETCH_THREAD_NAME;
+#[cfg(not(uidgen_loom))]
+pub use residue::{ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder};
 #[cfg(not(uidgen_loom))]
 pub use tag::{GiveBack, SegmentStats};

@@ -1,0 +1,257 @@
+//! One tag over two stores, each its own residue class: MariaDB (behind a relay the test
+//! cuts) hands out even IDs, PostgreSQL odd ones; 8 processes take IDs while MariaDB
+//! dies, refusing or silent.
+
+#[path = "support/relay.rs"]
+mod relay;
+#[path = "support/servers.rs"]
+mod servers;
+#[path = "support/stores.rs"]
+mod stores;
+
+use relay::{via, Relay};
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use stores::Fixture;
+use uidgen::{
+    ResidueSegmentGenerator, SegmentStore, SqliteSegmentStore, StoreKind, TakeRejectPolicy,
+};
+
+const TAG: &str = "order";
+const CHILD_ENV: &str = "UIDGEN_RESIDUE_CHILD";
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// What a child builds: even IDs from `a` (MariaDB, through the relay), odd from `b`.
+fn generator(a: &Fixture, a_url: &str, b: &Fixture) -> ResidueSegmentGenerator {
+    ResidueSegmentGenerator::builder(TAG, 2)
+        .store(
+            a.segment_store_at(a_url, Some(Duration::from_millis(300))),
+            0,
+        )
+        .store(b.segment_store_at(&b.url, Some(Duration::from_secs(5))), 1)
+        .step(20)
+        .max_step(20)
+        .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(10)))
+        .build()
+        .unwrap()
+}
+
+/// One child: takes IDs for `run_ms`, writing `ID unix_ms id` lines to a file (a pipe
+/// the parent reads later would hold the child up); an error is a line `ERR message`.
+#[test]
+#[ignore = "run as a child process by eight_processes_one_store_dies"]
+fn child_takes() {
+    let config = std::env::var(CHILD_ENV).expect("run by eight_processes_one_store_dies");
+    let parts: Vec<&str> = config.splitn(5, '\n').collect();
+    let (run_ms, out, a_url, a_spec, b_spec) = (parts[0], parts[1], parts[2], parts[3], parts[4]);
+    let (a, b) = (Fixture::from_spec(a_spec), Fixture::from_spec(b_spec));
+    let generator = generator(&a, a_url, &b);
+    let end = Instant::now() + Duration::from_millis(run_ms.parse().unwrap());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+    let mut taken = 0u64;
+    while Instant::now() < end {
+        match generator.next_uid() {
+            Ok(id) => writeln!(out, "ID {} {id}", unix_ms()).unwrap(),
+            Err(err) => writeln!(out, "ERR {err}").unwrap(),
+        }
+        taken += 1;
+        // A steady load, not a flood: about 10,000 IDs a second.
+        if taken.is_multiple_of(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    out.flush().unwrap();
+}
+
+fn eight_processes_one_store_dies(silent: bool) {
+    let (a, b) = (
+        Fixture::new(StoreKind::MySql),
+        Fixture::new(StoreKind::Postgres),
+    );
+    let relay = Relay::to(a.server_addr().unwrap());
+    let (a_url, _) = via(&a.url, relay.addr);
+    let run_ms = 4_000;
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let out = dir.path().join(format!("child-{i}"));
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "child_takes", "--ignored", "--nocapture", "-q"])
+                .env(
+                    CHILD_ENV,
+                    format!(
+                        "{run_ms}\n{}\n{a_url}\n{}\n{}",
+                        out.display(),
+                        a.spec(),
+                        b.spec()
+                    ),
+                )
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1_500));
+    let died = unix_ms();
+    if silent {
+        relay.silence();
+    } else {
+        relay.cut();
+    }
+    let mut seen = HashSet::new();
+    let (mut before, mut after) = ([0usize; 2], [0usize; 2]);
+    for (mut child, out) in children {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "a child failed: {status:?}");
+        let mut late_odd = 0;
+        for line in std::io::BufReader::new(std::fs::File::open(out).unwrap()).lines() {
+            let line = line.unwrap();
+            assert!(!line.starts_with("ERR"), "a take failed: {line}");
+            let (at, id) = line.strip_prefix("ID ").unwrap().split_once(' ').unwrap();
+            let (at, id): (u64, u64) = (at.parse().unwrap(), id.parse().unwrap());
+            assert!(seen.insert(id), "{id} handed out twice");
+            let class = (id % 2) as usize;
+            if at < died {
+                before[class] += 1;
+            } else if at > died + 1_500 {
+                // Well after MariaDB died, only PostgreSQL's class.
+                assert_eq!(class, 1, "{id} from the dead store 1.5 s after it died");
+                late_odd += 1;
+                after[class] += 1;
+            }
+        }
+        assert!(
+            late_odd > 1_000,
+            "a child took only {late_odd} IDs after the store died"
+        );
+    }
+    assert!(
+        before[0] > 0 && before[1] > 0,
+        "both classes before: {before:?}"
+    );
+    // Each store's IDs are its class, below its counter (read directly, not via the relay).
+    let max = |f: &Fixture| f.segment_store().tag(TAG).unwrap().unwrap().max_id;
+    let (a_max, b_max) = (max(&a), max(&b));
+    for id in &seen {
+        let (counter, store_max) = if id % 2 == 0 {
+            (id / 2, a_max)
+        } else {
+            (id / 2, b_max)
+        };
+        assert!(
+            (1..store_max).contains(&counter),
+            "{id}: counter {counter} not below {store_max}"
+        );
+    }
+    eprintln!("{} IDs; before {before:?}, after {after:?}", seen.len());
+}
+
+#[test]
+fn eight_processes_one_store_refuses() {
+    eight_processes_one_store_dies(false);
+}
+
+#[test]
+fn eight_processes_one_store_goes_silent() {
+    eight_processes_one_store_dies(true);
+}
+
+fn sqlite_pair() -> (tempfile::TempDir, SqliteSegmentStore, SqliteSegmentStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = SqliteSegmentStore::new(dir.path().join("a.db"));
+    let b = SqliteSegmentStore::new(dir.path().join("b.db"));
+    (dir, a, b)
+}
+
+#[test]
+fn a_store_is_never_served_under_another_class() {
+    let (_dir, a, b) = sqlite_pair();
+    let first = ResidueSegmentGenerator::builder(TAG, 2)
+        .store(a.clone(), 0)
+        .store(b.clone(), 1)
+        .build()
+        .unwrap();
+    let ids: Vec<u64> = (0..10).map(|_| first.next_uid().unwrap()).collect();
+    assert_eq!(ids.iter().filter(|id| *id % 2 == 0).count(), 5, "{ids:?}");
+    drop(first);
+    // The stores swapped by mistake: refused, naming the class the tag was made for.
+    let err = ResidueSegmentGenerator::builder(TAG, 2)
+        .store(a.clone(), 1)
+        .store(b.clone(), 0)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("uidgen residue class 0 mod 2") && err.contains("use another tag"),
+        "{err}"
+    );
+    // A plain tag is refused too.
+    a.create("plain", 1, 10, "").unwrap();
+    let err = ResidueSegmentGenerator::builder("plain", 2)
+        .store(a.clone(), 0)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("described \"\""), "{err}");
+}
+
+#[test]
+fn bad_classes_name_the_limit() {
+    let (_dir, a, b) = sqlite_pair();
+    let message =
+        |builder: uidgen::ResidueSegmentGeneratorBuilder| builder.build().unwrap_err().to_string();
+    assert_eq!(
+        message(ResidueSegmentGenerator::builder(TAG, 1).store(a.clone(), 0)),
+        "modulus = 1 is out of range: 2..=1024"
+    );
+    assert_eq!(
+        message(ResidueSegmentGenerator::builder(TAG, 2)),
+        "stores = 0 is out of range: 1..=2 (one class each)"
+    );
+    assert_eq!(
+        message(ResidueSegmentGenerator::builder(TAG, 2).store(a.clone(), 2)),
+        "remainder = 2 is out of range: 0..2 and one store per remainder ([] taken)"
+    );
+    assert_eq!(
+        message(
+            ResidueSegmentGenerator::builder(TAG, 3)
+                .store(a, 1)
+                .store(b, 1)
+        ),
+        "remainder = 1 is out of range: 0..3 and one store per remainder ([1] taken)"
+    );
+}
+
+#[test]
+fn a_store_down_at_start_joins_when_it_answers() {
+    let (a, b) = (
+        Fixture::new(StoreKind::MySql),
+        Fixture::new(StoreKind::Postgres),
+    );
+    let relay = Relay::to(a.server_addr().unwrap());
+    let (a_url, _) = via(&a.url, relay.addr);
+    relay.cut();
+    let generator = generator(&a, &a_url, &b);
+    assert_eq!(generator.started(), [1]);
+    assert!((0..100).all(|_| generator.next_uid().unwrap() % 2 == 1));
+    relay.restore();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while generator.started() != [0, 1] {
+        assert!(Instant::now() < deadline, "store A never joined");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ids: Vec<u64> = (0..100).map(|_| generator.next_uid().unwrap()).collect();
+    assert!(
+        ids.iter().any(|id| id % 2 == 0),
+        "no ID from the store that came back"
+    );
+}
