@@ -96,6 +96,7 @@
 //! | `mysql` | [`MySqlWorkerIdAssigner`], `MySqlLeaseStore`, `MySqlSegmentStore` on `mysql_async` (pulls in `tokio`) |
 //! | `postgres` | `PostgresLeaseStore`, `PostgresSegmentStore` on `tokio-postgres` (no TLS) |
 //! | `redis` | `RedisLeaseStore`, `RedisSegmentStore` (no TLS) |
+//! | `opaque` | [`OpaqueIds`]: public IDs that hide order, time and volume (FF1-AES256 from `fpe`) |
 //!
 //! The command-line tool is the separate `uidgen-cli` crate.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -144,7 +145,7 @@ pub use segment::{
     GiveBack, Period, PeriodSegmentGenerator, PeriodSegmentGeneratorBuilder,
     ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder, SegmentError, SegmentGenerator,
     SegmentGeneratorBuilder, SegmentStats, DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP,
-    DEFAULT_RANGE_LIFETIME, PREFETCH_THREAD_NAME,
+    DEFAULT_RANGE_LIFETIME, MAX_RESIDUE_MODULUS, PREFETCH_THREAD_NAME,
 };
 pub use snowflake::{
     CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DefaultUidGenerator,

@@ -6,7 +6,9 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
+use uidgen::OpaqueIds;
 
 /// The largest `count` any route accepts by default.
 pub const DEFAULT_MAX_COUNT: u64 = 100_000;
@@ -15,7 +17,7 @@ pub const MAX_MAX_COUNT: u64 = 1_000_000;
 /// Where the service listens by default: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// The variables [`Config::load`] reads.
-pub const ENV_VARIABLES: [&str; 9] = [
+pub const ENV_VARIABLES: [&str; 11] = [
     "UIDGEN_LISTEN",
     "UIDGEN_STORE",
     "UIDGEN_LAYOUT",
@@ -25,9 +27,13 @@ pub const ENV_VARIABLES: [&str; 9] = [
     "UIDGEN_ALLOW_PUBLIC",
     "UIDGEN_TOKENS_FILE",
     "UIDGEN_TOKENS",
+    "UIDGEN_OPAQUE_KEYS_FILE",
+    "UIDGEN_OPAQUE_KEYS",
 ];
 /// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
 pub const SNOWFLAKE_GRANT: &str = "@snowflake";
+/// The opaque-ID decoding route's name in token grants (`TOKEN=@opaque`).
+pub const OPAQUE_GRANT: &str = "@opaque";
 
 /// Everything the service needs to start. Every field has a default, so an empty file (or
 /// none) serves snowflake IDs on 127.0.0.1:8080 from the embedded store.
@@ -82,12 +88,82 @@ pub struct Config {
     /// A file of tokens, one `TOKEN=tag,tag` a line (`*` for every tag,
     /// `@snowflake` for the snowflake routes); read at start.
     pub tokens_file: Option<PathBuf>,
+    /// Segment tags whose IDs start with their day or month (`[[period_tags]]`),
+    /// created at start.
+    pub period_tags: Vec<PeriodTag>,
+    /// A file of opaque-ID keys, `VERSION:HEX` entries (64 hex digits each), the
+    /// current key first; read at start. With keys, the native routes take
+    /// `format=opaque` and `/v1/opaque/{public}` maps a public ID back.
+    pub opaque_keys_file: Option<PathBuf>,
     /// Connection and request limits.
     pub limits: Limits,
+    /// Opaque-ID keys from `UIDGEN_OPAQUE_KEYS` or `opaque_keys_file`; never from the
+    /// TOML itself.
+    #[serde(skip)]
+    pub opaque: Option<Arc<OpaqueIds>>,
     /// Tokens from `UIDGEN_TOKENS` or `tokens_file`; never from the TOML itself, so a
     /// config file can be shown without showing a secret.
     #[serde(skip)]
     pub tokens: Tokens,
+}
+
+/// A segment tag whose IDs are its period (`yyyyMMdd` or `yyyyMM`) then a sequence that
+/// restarts each period (`uidgen::PeriodSegmentGenerator`).
+///
+/// ```
+/// let config: uidgen_server::Config = toml::from_str(r#"
+///     [[period_tags]]
+///     tag = "receipt"
+///     period = "day"
+///     utc_offset = "+08:00"
+///     sequence_digits = 6
+/// "#).unwrap();
+/// assert_eq!(config.period_tags[0].tag, "receipt");
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PeriodTag {
+    /// The tag; each period's counter is the store row `tag:yyyyMMdd` (or `tag:yyyyMM`).
+    pub tag: String,
+    /// `day` (the default) or `month`.
+    #[serde(default = "PeriodTag::default_period")]
+    pub period: String,
+    /// The zone periods change in, as an offset from UTC: `+08:00`, `-05:00` (default
+    /// `+00:00`).
+    #[serde(default = "PeriodTag::default_offset")]
+    pub utc_offset: String,
+    /// Digits of the sequence (default the most that fit: 10 for a day, 12 for a
+    /// month; a day with 7 or fewer keeps IDs exact in JavaScript).
+    pub sequence_digits: Option<u32>,
+    /// Each period's first sequence number (default 1).
+    #[serde(default = "PeriodTag::default_first")]
+    pub first_sequence: u64,
+}
+
+impl PeriodTag {
+    fn default_period() -> String {
+        "day".into()
+    }
+    fn default_offset() -> String {
+        "+00:00".into()
+    }
+    fn default_first() -> u64 {
+        1
+    }
+
+    /// `utc_offset` in minutes east of UTC.
+    pub(crate) fn offset_minutes(&self) -> Result<i32, ConfigError> {
+        self.utc_offset
+            .trim()
+            .parse::<chrono::FixedOffset>()
+            .map(|offset| offset.local_minus_utc() / 60)
+            .map_err(|_| ConfigError::Invalid {
+                field: "period_tags.utc_offset",
+                value: self.utc_offset.chars().take(16).collect(),
+                limit: "an offset from UTC such as +08:00 or -05:30".into(),
+            })
+    }
 }
 
 /// Connection and request limits.
@@ -147,7 +223,10 @@ impl Default for Config {
             max_count: DEFAULT_MAX_COUNT,
             tinyid_loading_percent: 20,
             tokens_file: None,
+            period_tags: Vec::new(),
+            opaque_keys_file: None,
             limits: Limits::default(),
+            opaque: None,
             tokens: Tokens::default(),
         }
     }
@@ -166,6 +245,8 @@ impl std::fmt::Debug for Config {
             .field("tags", &self.tags)
             .field("create_tags", &self.create_tags)
             .field("max_count", &self.max_count)
+            .field("period_tags", &self.period_tags)
+            .field("opaque", &self.opaque)
             .field("tokens", &self.tokens)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
@@ -220,6 +301,14 @@ pub enum ConfigError {
         /// What is wrong, with the line number.
         problem: String,
     },
+    /// Opaque-ID keys that cannot be read (no key is ever shown).
+    #[error("opaque-ID keys from {source_name}: {problem}")]
+    OpaqueKeys {
+        /// `UIDGEN_OPAQUE_KEYS` or the file.
+        source_name: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 impl Config {
@@ -246,7 +335,7 @@ impl Config {
             }
             None => Config::default(),
         };
-        let mut tokens_var = None;
+        let (mut tokens_var, mut keys_var) = (None, None);
         for (key, value) in env {
             match key.as_str() {
                 "UIDGEN_LISTEN" => config.listen = parse_field("UIDGEN_LISTEN", &value)?,
@@ -269,19 +358,42 @@ impl Config {
                 }
                 "UIDGEN_TOKENS_FILE" => config.tokens_file = Some(value.into()),
                 "UIDGEN_TOKENS" => tokens_var = Some(value),
+                "UIDGEN_OPAQUE_KEYS_FILE" => config.opaque_keys_file = Some(value.into()),
+                "UIDGEN_OPAQUE_KEYS" => keys_var = Some(value),
                 _ => {}
             }
         }
-        config.tokens = match (tokens_var, &config.tokens_file) {
-            (Some(text), _) => Tokens::parse(&text, "UIDGEN_TOKENS")?,
-            (None, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Tokens {
-                    source_name: path.display().to_string(),
-                    problem: format!("cannot read it: {e}"),
-                })?;
-                Tokens::parse(&text, &path.display().to_string())?
-            }
-            (None, None) => Tokens::default(),
+        config.opaque = read_secret(
+            keys_var,
+            "UIDGEN_OPAQUE_KEYS",
+            &config.opaque_keys_file,
+            |source_name, problem| ConfigError::OpaqueKeys {
+                source_name,
+                problem,
+            },
+        )
+        .and_then(|read| {
+            read.map(|(text, source_name)| {
+                OpaqueIds::from_spec(&text)
+                    .map(Arc::new)
+                    .map_err(|e| ConfigError::OpaqueKeys {
+                        source_name,
+                        problem: e.to_string(),
+                    })
+            })
+            .transpose()
+        })?;
+        config.tokens = match read_secret(
+            tokens_var,
+            "UIDGEN_TOKENS",
+            &config.tokens_file,
+            |source_name, problem| ConfigError::Tokens {
+                source_name,
+                problem,
+            },
+        )? {
+            Some((text, source_name)) => Tokens::parse(&text, &source_name)?,
+            None => Tokens::default(),
         };
         Ok(config)
     }
@@ -364,6 +476,23 @@ impl Config {
                 return Err(invalid(field, value.to_string(), limit));
             }
         }
+        for period_tag in &self.period_tags {
+            period_tag.offset_minutes()?;
+            period_tag.period.parse::<uidgen::Period>().map_err(|e| {
+                invalid(
+                    "period_tags.period",
+                    period_tag.period.clone(),
+                    &e.to_string(),
+                )
+            })?;
+            if self.tags.contains(&period_tag.tag) {
+                return Err(invalid(
+                    "period_tags.tag",
+                    period_tag.tag.clone(),
+                    "a tag not also in tags (a tag is plain or a period tag)",
+                ));
+            }
+        }
         if !self.listen.ip().is_loopback() && self.tokens.is_empty() && !self.allow_public {
             return Err(invalid(
                 "listen",
@@ -374,6 +503,25 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+/// A secret's text and where it came from: the variable if set, else the file if named.
+fn read_secret(
+    var: Option<String>,
+    var_name: &str,
+    file: &Option<PathBuf>,
+    unreadable: fn(String, String) -> ConfigError,
+) -> Result<Option<(String, String)>, ConfigError> {
+    match (var, file) {
+        (Some(text), _) => Ok(Some((text, var_name.to_owned()))),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                unreadable(path.display().to_string(), format!("cannot read it: {e}"))
+            })?;
+            Ok(Some((text, path.display().to_string())))
+        }
+        (None, None) => Ok(None),
     }
 }
 

@@ -2,7 +2,7 @@
 //! ID, one segment generator per tag (made on first use), and ranges straight from the
 //! segment store for smart clients.
 
-use crate::config::{Config, SNOWFLAKE_GRANT};
+use crate::config::{Config, OPAQUE_GRANT, SNOWFLAKE_GRANT};
 use crate::error::{shown_tag, ApiError};
 use crate::metrics::Metrics;
 use axum::http::StatusCode;
@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use uidgen::{
-    BitsAllocator, CachedUidGenerator, Preset, SegmentError, SegmentGenerator, SegmentStore,
-    StoreError, StoreUrl, UidError, UidGenerator, WorkerLease,
+    BitsAllocator, CachedUidGenerator, PeriodSegmentGenerator, Preset, SegmentError,
+    SegmentGenerator, SegmentStore, StoreError, StoreUrl, UidError, UidGenerator, WorkerLease,
 };
 
 /// The most segment tags one service serves at once (each holds a generator).
@@ -65,6 +65,8 @@ pub struct Ids {
     snowflake: CachedUidGenerator,
     store: Arc<dyn SegmentStore>,
     segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
+    /// The period tags, set up at start.
+    periods: HashMap<String, Arc<PeriodSegmentGenerator>>,
     /// Each served tag's base step, the size of a range handed to Tinyid's client.
     steps: RwLock<HashMap<String, u64>>,
     /// Only one task sets up a tag at a time (so two requests do not build two
@@ -115,10 +117,11 @@ impl Ids {
         }
         let snowflake = builder.build()?;
         let store: Arc<dyn SegmentStore> = Arc::from(url.segment_store()?);
-        let ids = Self {
+        let mut ids = Self {
             snowflake,
             store,
             segments: RwLock::new(HashMap::new()),
+            periods: HashMap::new(),
             steps: RwLock::new(HashMap::new()),
             setting_up: tokio::sync::Mutex::new(()),
             metrics: Metrics::new(),
@@ -136,6 +139,14 @@ impl Ids {
                 })?;
             write(&ids.segments).insert(tag, Arc::new(generator));
         }
+        for period_tag in ids.config.period_tags.clone() {
+            let generator = build_period(Arc::clone(&ids.store), &period_tag, ids.config.tag_step)
+                .map_err(|source| StartError::Segment {
+                    tag: shown_tag(&period_tag.tag),
+                    source: Box::new(source),
+                })?;
+            ids.periods.insert(period_tag.tag, Arc::new(generator));
+        }
         ids.probe_store();
         Ok(ids)
     }
@@ -143,6 +154,11 @@ impl Ids {
     /// The snowflake generator.
     pub fn snowflake(&self) -> &CachedUidGenerator {
         &self.snowflake
+    }
+
+    /// The opaque-ID keys, if configured.
+    pub fn opaque(&self) -> Option<&uidgen::OpaqueIds> {
+        self.config.opaque.as_deref()
     }
 
     /// The snowflake layout.
@@ -174,6 +190,9 @@ impl Ids {
 
     /// `count` IDs of `tag`, in increasing order.
     pub(crate) async fn segment_ids(&self, tag: &str, count: usize) -> Result<Vec<u64>, ApiError> {
+        if let Some(generator) = self.periods.get(tag) {
+            return self.period_ids(generator, count).await;
+        }
         let generator = self.segment(tag).await?;
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
@@ -191,10 +210,48 @@ impl Ids {
         Ok(out)
     }
 
+    /// `count` IDs of a period tag; the first take of a new period sets the period's
+    /// counter up in the store, on a blocking thread.
+    async fn period_ids(
+        &self,
+        generator: &Arc<PeriodSegmentGenerator>,
+        count: usize,
+    ) -> Result<Vec<u64>, ApiError> {
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            match generator.try_next_uid() {
+                Ok(id) => out.push(id),
+                Err(UidError::WouldBlock { .. }) => {
+                    let generator = Arc::clone(generator);
+                    let id = tokio::task::spawn_blocking(move || generator.next_uid())
+                        .await
+                        .map_err(|_| ApiError::unavailable("a period tag's take panicked"))?;
+                    out.push(id.map_err(|e| self.id_error(e))?);
+                }
+                Err(e) => return Err(self.id_error(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Refuses ranges of a period tag: each ID carries its period, so a client cannot
+    /// hand out IDs of its own from a range.
+    fn no_period_range(&self, tag: &str) -> Result<(), ApiError> {
+        if self.periods.contains_key(tag) {
+            return Err(ApiError::bad_request(
+                format!("{} is a period tag: no ranges", shown_tag(tag)),
+                "ranges of a plain segment tag (a period tag's IDs start with their period; \
+                 take them from /v1/segment/{tag})",
+            ));
+        }
+        Ok(())
+    }
+
     /// A range of `count` IDs of `tag` taken from the store now and marked used there:
     /// `[first, first + count)`. For clients that hand out IDs themselves.
     pub(crate) async fn range(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
         self.check_tag(tag)?;
+        self.no_period_range(tag)?;
         let first = self.range_once(tag, count).await;
         match first {
             Err(ApiError { status, .. })
@@ -210,6 +267,7 @@ impl Ids {
 
     /// The tag's base step as the store holds it (read once per tag).
     pub(crate) async fn tag_step(&self, tag: &str) -> Result<u64, ApiError> {
+        self.no_period_range(tag)?;
         if let Some(step) = read(&self.steps).get(tag) {
             return Ok(*step);
         }
@@ -266,11 +324,24 @@ impl Ids {
             };
             ApiError::bad_request(format!("the tag {} cannot be used", shown_tag(tag)), rule)
         })?;
-        if tag == SNOWFLAKE_GRANT {
+        if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT {
             return Err(ApiError::bad_request(
-                format!("{SNOWFLAKE_GRANT} names the snowflake routes, not a segment tag"),
+                format!("{tag} names a route in token grants, not a segment tag"),
                 "a tag the store holds",
             ));
+        }
+        // A period tag's rows (`tag:20261124`) are served only through the period tag.
+        if let Some((base, _)) = tag.rsplit_once(':') {
+            if self.periods.contains_key(base) {
+                return Err(ApiError::bad_request(
+                    format!(
+                        "{} is a row of the period tag {}",
+                        shown_tag(tag),
+                        shown_tag(base)
+                    ),
+                    format!("IDs of the period tag itself: /v1/segment/{base}"),
+                ));
+            }
         }
         Ok(())
     }
@@ -431,6 +502,31 @@ fn build_segment(
     let mut builder = SegmentGenerator::builder(store, tag);
     if let Some(step) = create {
         builder = builder.create_missing(step);
+    }
+    builder.build()
+}
+
+/// A period tag's generator, its rows created with base step `step`.
+fn build_period(
+    store: Arc<dyn SegmentStore>,
+    tag: &crate::config::PeriodTag,
+    step: u64,
+) -> Result<PeriodSegmentGenerator, SegmentError> {
+    let config = |e: crate::config::ConfigError| {
+        SegmentError::Config(uidgen::ConfigError::OutOfRange {
+            field: "period_tags",
+            value: shown_tag(&tag.tag),
+            limit: e.to_string(),
+        })
+    };
+    let period: uidgen::Period = tag.period.parse().map_err(SegmentError::Config)?;
+    let mut builder = PeriodSegmentGenerator::builder(store, &tag.tag)
+        .period(period)
+        .utc_offset_minutes(tag.offset_minutes().map_err(config)?)
+        .first_sequence(tag.first_sequence)
+        .step(step);
+    if let Some(digits) = tag.sequence_digits {
+        builder = builder.sequence_digits(digits);
     }
     builder.build()
 }

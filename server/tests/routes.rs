@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::Value;
 use std::collections::HashSet;
-use support::{curl, get, TestServer};
+use support::{curl, get, json, numbers, TestServer};
 
 fn decimal(body: &str) -> u64 {
     assert!(
@@ -13,10 +13,6 @@ fn decimal(body: &str) -> u64 {
         "a plain decimal expected, got {body:?}"
     );
     body.parse().unwrap()
-}
-
-fn json(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"))
 }
 
 #[test]
@@ -71,12 +67,7 @@ fn tinyid_routes_answer_tinyids_bodies_by_get_and_by_form_post() {
     let answer = get(&server, "/tinyid/id/nextId?bizType=order&batchSize=3");
     assert_eq!(answer.status, 200);
     let body = json(&answer.body);
-    let ids: Vec<u64> = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let ids: Vec<u64> = numbers(&body["data"]);
     assert_eq!(ids.len(), 3);
     assert_eq!(
         answer.body,
@@ -150,12 +141,7 @@ fn native_routes_give_batches_as_numbers_strings_or_lines_and_ranges_no_one_else
     assert_eq!(answer.status, 200);
     assert_eq!(answer.content_type, "application/json");
     let body = json(&answer.body);
-    let ids: Vec<u64> = body["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let ids: Vec<u64> = numbers(&body["ids"]);
     let strings: Vec<u64> = body["ids_str"]
         .as_array()
         .unwrap()
@@ -190,14 +176,7 @@ fn native_routes_give_batches_as_numbers_strings_or_lines_and_ranges_no_one_else
     );
     assert_eq!(last - first + 1, 100);
     assert_eq!(range["first_str"], first.to_string());
-    let later: Vec<u64> = get(&server, "/v1/segment/order?count=5000&x=1")
-        .body
-        .pipe(|b| json(&b))["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let later = numbers(&json(&get(&server, "/v1/segment/order?count=5000&x=1").body)["ids"]);
     let all: HashSet<u64> = segment.iter().chain(&later).copied().collect();
     assert_eq!(all.len(), segment.len() + later.len());
     assert!(
@@ -212,13 +191,6 @@ fn native_routes_give_batches_as_numbers_strings_or_lines_and_ranges_no_one_else
     let layout = uidgen::BitsAllocator::preset(uidgen::Preset::Default).unwrap();
     assert_eq!(layout.parse(ids[0]).unwrap().worker_id, worker);
 }
-
-trait Pipe: Sized {
-    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
-        f(self)
-    }
-}
-impl Pipe for String {}
 
 #[test]
 fn hostile_requests_get_a_4xx_naming_the_problem_and_the_limit() {
@@ -376,12 +348,7 @@ fn ids_str_and_text_lines_come_in_the_asked_form_and_decode_to_the_ids() {
     let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
     for format in uidgen::IdFormat::ALL {
         let body = json(&get(&server, &format!("/v1/snowflake?count=100&format={format}")).body);
-        let numbers: Vec<u64> = body["ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
+        let numbers: Vec<u64> = numbers(&body["ids"]);
         let strings: Vec<&str> = body["ids_str"]
             .as_array()
             .unwrap()

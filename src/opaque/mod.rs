@@ -151,21 +151,27 @@ impl OpaqueIds {
     /// this has no key for, is an error naming it; a string under a key other than the
     /// one its version names reads back as some other ID (the permutation cannot tell).
     pub fn decode(&self, public: &str) -> Result<u64, OpaqueError> {
+        let version = Self::key_version(public)?;
+        // The version is one ASCII character; the base62 body names any other.
+        let value = IdFormat::Base62
+            .decode(&public[1..])
+            .map_err(OpaqueError::Body)?;
+        self.unpermute(version, value)
+    }
+
+    /// The key version a public ID names (its first character), after checking its
+    /// length; says nothing of whether the rest is valid.
+    pub fn key_version(public: &str) -> Result<u8, OpaqueError> {
         let len = public.chars().count();
         if len != OPAQUE_LEN {
             return Err(OpaqueError::Length { got: len });
         }
-        // 12 characters, all ASCII if the first is (checked next), or the base62 body
-        // read below names the first that is not.
         let first = public.chars().next().unwrap_or_default();
-        let version = VERSION_DIGITS
+        VERSION_DIGITS
             .iter()
             .position(|&d| char::from(d) == first)
-            .ok_or(OpaqueError::VersionChar { found: first })?;
-        let value = IdFormat::Base62
-            .decode(&public[first.len_utf8()..])
-            .map_err(OpaqueError::Body)?;
-        self.unpermute(version as u8, value)
+            .map(|v| v as u8)
+            .ok_or(OpaqueError::VersionChar { found: first })
     }
 
     fn key(&self, version: u8) -> Result<&Key, OpaqueError> {

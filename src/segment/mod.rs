@@ -44,6 +44,6 @@ pub use period::{Period, PeriodSegmentGenerator, PeriodSegmentGeneratorBuilder};
 #[cfg(not(uidgen_loom))]
 pub use prefetch::PREFETCH_THREAD_NAME;
 #[cfg(not(uidgen_loom))]
-pub use residue::{ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder};
+pub use residue::{ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder, MAX_RESIDUE_MODULUS};
 #[cfg(not(uidgen_loom))]
 pub use tag::{GiveBack, SegmentStats};

@@ -21,7 +21,7 @@ use std::sync::{OnceLock, Weak};
 use std::time::Duration;
 
 /// The largest modulus: more classes than stores anyone runs, and IDs stay dense enough.
-pub const MAX_MODULUS: u64 = 1024;
+pub const MAX_RESIDUE_MODULUS: u64 = 1024;
 
 /// How long a store that could not be started waits before it is tried again (doubling
 /// up to 30 s).
@@ -65,11 +65,11 @@ impl ResidueSegmentGeneratorBuilder {
     /// store could be started, or a store's tag belongs to another class (or to no class:
     /// a plain tag's IDs could meet this one's).
     pub fn build(self) -> Result<ResidueSegmentGenerator, SegmentError> {
-        if !(2..=MAX_MODULUS).contains(&self.modulus) {
+        if !(2..=MAX_RESIDUE_MODULUS).contains(&self.modulus) {
             return Err(SegmentError::out_of_range(
                 "modulus",
                 self.modulus.to_string(),
-                format!("2..={MAX_MODULUS}"),
+                format!("2..={MAX_RESIDUE_MODULUS}"),
             ));
         }
         if self.stores.is_empty() || self.stores.len() as u64 > self.modulus {
@@ -293,7 +293,7 @@ impl fmt::Debug for ResidueSegmentGenerator {
 }
 
 impl ResidueSegmentGenerator {
-    /// A builder for `tag` over stores with `modulus` classes (2 to [`MAX_MODULUS`]);
+    /// A builder for `tag` over stores with `modulus` classes (2 to [`MAX_RESIDUE_MODULUS`]);
     /// add each store with [`store`](ResidueSegmentGeneratorBuilder::store).
     pub fn builder(tag: &str, modulus: u64) -> ResidueSegmentGeneratorBuilder {
         ResidueSegmentGeneratorBuilder {

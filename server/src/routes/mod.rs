@@ -35,6 +35,7 @@ pub fn router(ids: Arc<Ids>) -> Router {
         .route("/v1/segment/{tag}", get(native::segment))
         .route("/v1/segment/{tag}/range", post(native::range))
         .route("/v1/decode/{id}", get(native::decode))
+        .route("/v1/opaque/{public}", get(native::reveal))
         .route("/api/segment/get/{key}", get(leaf::segment))
         .route("/api/snowflake/get/{key}", get(leaf::snowflake))
         .route("/decodeSnowflakeId", get(leaf::decode))
@@ -66,6 +67,7 @@ async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "no such route: see /v1/snowflake, /v1/segment/{tag}, /v1/decode/{id}, \
+         /v1/opaque/{public}, \
          /api/segment/get/{key}, /tinyid/id/nextId, /healthz, /readyz, /metrics",
     )
 }

@@ -1,7 +1,7 @@
 //! uidgen's own API: batches, IDs as strings and numbers, ranges, decoding.
 
 use super::{authorize, bearer, json_ok, parse_count, text, Params};
-use crate::config::SNOWFLAKE_GRANT;
+use crate::config::{OPAQUE_GRANT, SNOWFLAKE_GRANT};
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
 use axum::extract::{Path, RawQuery, State};
@@ -26,17 +26,44 @@ impl Serialize for AsStrings<'_> {
     }
 }
 
-/// The `format` parameter: how `ids_str` and text lines write IDs (default decimal).
-fn format_of(params: &Params) -> Result<IdFormat, ApiError> {
+/// How the answer writes IDs: numbers with strings in one form, or opaque public IDs
+/// only (never beside the numbers they hide).
+#[derive(Clone, Copy)]
+enum Form {
+    Plain(IdFormat),
+    Opaque,
+}
+
+/// The `format` parameter (default decimal): one of [`IdFormat`]'s names, or `opaque`
+/// when the service has keys.
+fn format_of(ids: &Ids, params: &Params) -> Result<Form, ApiError> {
     match params.get("format") {
-        None => Ok(IdFormat::Decimal),
-        Some(name) => name.parse().map_err(|e: uidgen::ParseFormatError| {
-            ApiError::bad_request(
-                format!("format = {} cannot be used", shown_tag(name)),
-                e.to_string(),
-            )
-        }),
+        None => Ok(Form::Plain(IdFormat::Decimal)),
+        Some("opaque") if ids.opaque().is_some() => Ok(Form::Opaque),
+        Some("opaque") => Err(ApiError::bad_request(
+            "format = \"opaque\" cannot be used: this service has no opaque-ID keys",
+            "decimal, hex, base62 or base32 (opaque needs UIDGEN_OPAQUE_KEYS or \
+             opaque_keys_file)",
+        )),
+        Some(name) => name
+            .parse()
+            .map(Form::Plain)
+            .map_err(|e: uidgen::ParseFormatError| {
+                ApiError::bad_request(
+                    format!("format = {} cannot be used", shown_tag(name)),
+                    format!("{e}, or opaque"),
+                )
+            }),
     }
+}
+
+#[derive(Serialize)]
+struct OpaqueBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<&'a str>,
+    count: usize,
+    key_version: u8,
+    ids: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -49,9 +76,67 @@ struct IdsBody<'a> {
 }
 
 /// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
-/// `format`.
-fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64], format: IdFormat) -> Response {
-    let wants_text = headers
+/// `form`.
+fn answer(
+    service: &Ids,
+    headers: &HeaderMap,
+    tag: Option<&str>,
+    ids: &[u64],
+    form: Form,
+) -> Result<Response, ApiError> {
+    let format = match form {
+        Form::Plain(format) => format,
+        Form::Opaque => return opaque_answer(service, headers, tag, ids),
+    };
+    if wants_text(headers) {
+        let mut body = String::with_capacity(ids.len() * 20);
+        let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
+        for id in ids {
+            body.push_str(format.encode_into(*id, &mut buffer));
+            body.push('\n');
+        }
+        return Ok(text(StatusCode::OK, body));
+    }
+    let body = IdsBody {
+        tag,
+        count: ids.len(),
+        ids,
+        ids_str: AsStrings(ids, format),
+    };
+    Ok(json_ok(&body))
+}
+
+/// Public IDs only: `{"count","key_version","ids":[…]}`, or one a line.
+fn opaque_answer(
+    service: &Ids,
+    headers: &HeaderMap,
+    tag: Option<&str>,
+    ids: &[u64],
+) -> Result<Response, ApiError> {
+    let keys = service
+        .opaque()
+        .ok_or_else(|| ApiError::unavailable("the opaque-ID keys are gone"))?;
+    let public = ids
+        .iter()
+        .map(|&id| keys.encode(id))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ApiError::unavailable(format!("an ID could not be made opaque: {e}")))?;
+    if wants_text(headers) {
+        let mut body = public.join("\n");
+        body.push('\n');
+        return Ok(text(StatusCode::OK, body));
+    }
+    Ok(json_ok(&OpaqueBody {
+        tag,
+        count: public.len(),
+        key_version: keys.current_version(),
+        ids: public,
+    }))
+}
+
+/// Whether `Accept` puts `text/plain` before JSON.
+fn wants_text(headers: &HeaderMap) -> bool {
+    headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(
@@ -60,23 +145,7 @@ fn answer(headers: &HeaderMap, tag: Option<&str>, ids: &[u64], format: IdFormat)
                 (Some(_), None) => true,
                 _ => false,
             },
-        );
-    if wants_text {
-        let mut body = String::with_capacity(ids.len() * 20);
-        let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
-        for id in ids {
-            body.push_str(format.encode_into(*id, &mut buffer));
-            body.push('\n');
-        }
-        return text(StatusCode::OK, body);
-    }
-    let body = IdsBody {
-        tag,
-        count: ids.len(),
-        ids,
-        ids_str: AsStrings(ids, format),
-    };
-    json_ok(&body)
+        )
 }
 
 /// `GET /v1/snowflake?count=N`
@@ -88,10 +157,10 @@ pub(super) async fn snowflake(
     authorize(&ids, bearer(&headers), SNOWFLAKE_GRANT)?;
     let params = Params::from_parts(query.as_deref(), b"");
     let count = parse_count(&ids, "count", params.get("count"))?;
-    let format = format_of(&params)?;
+    let form = format_of(&ids, &params)?;
     let out = ids.snowflake_ids(count).await?;
     ids.metrics.served("v1", SNOWFLAKE_GRANT, out.len());
-    Ok(answer(&headers, None, &out, format))
+    answer(&ids, &headers, None, &out, form)
 }
 
 /// `GET /v1/segment/{tag}?count=N`
@@ -104,10 +173,10 @@ pub(super) async fn segment(
     authorize(&ids, bearer(&headers), &tag)?;
     let params = Params::from_parts(query.as_deref(), b"");
     let count = parse_count(&ids, "count", params.get("count"))?;
-    let format = format_of(&params)?;
+    let form = format_of(&ids, &params)?;
     let out = ids.segment_ids(&tag, count).await?;
     ids.metrics.served("v1", &tag, out.len());
-    Ok(answer(&headers, Some(&tag), &out, format))
+    answer(&ids, &headers, Some(&tag), &out, form)
 }
 
 #[derive(Serialize)]
@@ -175,4 +244,41 @@ pub(super) async fn decode(
         sequence: parts.sequence,
     };
     Ok(json_ok(&body))
+}
+
+#[derive(Serialize)]
+struct RevealBody {
+    id: u64,
+    id_str: String,
+    key_version: u8,
+}
+
+/// `GET /v1/opaque/{public}`: the ID behind a public ID (token grant `@opaque` when
+/// tokens are configured: whoever may call it can undo the permutation).
+pub(super) async fn reveal(
+    State(ids): State<Arc<Ids>>,
+    Path(public): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&ids, bearer(&headers), OPAQUE_GRANT)?;
+    let keys = ids.opaque().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "opaque IDs are off: this service has no keys (UIDGEN_OPAQUE_KEYS or \
+             opaque_keys_file)",
+        )
+    })?;
+    let id = keys.decode(&public).map_err(|e| {
+        ApiError::bad_request(
+            format!("{} is not a public ID of this service", shown_tag(&public)),
+            e.to_string(),
+        )
+    })?;
+    // `decode` read it already.
+    let key_version = uidgen::OpaqueIds::key_version(&public).unwrap_or_default();
+    Ok(json_ok(&RevealBody {
+        id,
+        id_str: id.to_string(),
+        key_version,
+    }))
 }

@@ -160,3 +160,19 @@ pub fn try_curl(args: &[&str]) -> Result<Answer, String> {
 pub fn get(server: &TestServer, path: &str) -> Answer {
     curl(&[&server.url(path)])
 }
+
+/// An answer's body as JSON, or a panic showing it.
+pub fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"))
+}
+
+/// A JSON array of numbers (`"ids"`, `"data"`) as IDs.
+pub fn numbers(array: &serde_json::Value) -> Vec<u64> {
+    let items = array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"));
+    items
+        .iter()
+        .map(|v| v.as_u64().unwrap_or_else(|| panic!("not an ID: {v}")))
+        .collect()
+}
