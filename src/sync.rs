@@ -108,6 +108,15 @@ pub(crate) mod outside_loom {
         lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Reads `lock` if no writer holds it (recovering the guard if a writer panicked).
+    pub(crate) fn try_read<T>(lock: &RwLock<T>) -> Option<RwLockReadGuard<'_, T>> {
+        match lock.try_read() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// Writes `lock`, recovering the guard if a holder panicked.
     pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
         lock.write()

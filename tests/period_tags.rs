@@ -241,3 +241,20 @@ fn bad_settings_name_the_limit() {
         "period = week is out of range: day or month"
     );
 }
+
+#[test]
+fn a_clock_past_the_year_9999_gets_an_error_not_a_wrapped_id() {
+    let (_dir, store) = sqlite();
+    // About the year 103,000: yyyyyyMMdd has 10 digits, and 10 more do not fit.
+    let generator = PeriodSegmentGenerator::builder(store, "far")
+        .clock(ManualClock::new(3_200_000_000_000_000))
+        .build()
+        .unwrap();
+    let message = generator.next_uid().unwrap_err().to_string();
+    assert!(
+        message.contains("past the largest ID 2^63 - 1"),
+        "{message}"
+    );
+    let mut batch = [0u64; 4];
+    assert!(generator.next_uids(&mut batch).is_err());
+}

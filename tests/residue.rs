@@ -12,6 +12,7 @@ mod stores;
 use relay::{via, Relay};
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
+use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stores::Fixture;
 use uidgen::{
@@ -253,5 +254,95 @@ fn a_store_down_at_start_joins_when_it_answers() {
     assert!(
         ids.iter().any(|id| id % 2 == 0),
         "no ID from the store that came back"
+    );
+}
+
+/// A store whose counters map past 2^63 - 1 for its class is used up; takes go to the
+/// other store (IDs above the largest BIGINT never go out).
+#[test]
+fn a_class_past_the_largest_bigint_is_used_up_and_the_other_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = SqliteSegmentStore::new(dir.path().join("a.db"));
+    let b = SqliteSegmentStore::new(dir.path().join("b.db"));
+    // A store migrated from an auto-increment scheme, its counter near i64::MAX / 2.
+    a.create(
+        "order",
+        (i64::MAX as u64) / 2 - 2,
+        10,
+        "uidgen residue class 0 mod 2: IDs are max_id x 2 + 0",
+    )
+    .unwrap();
+    let orders = ResidueSegmentGenerator::builder("order", 2)
+        .store(a, 0)
+        .store(b, 1)
+        .build()
+        .unwrap();
+    let results: Vec<_> = (0..40).map(|_| orders.next_uid()).collect();
+    let taken: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().copied())
+        .collect();
+    assert!(taken.iter().all(|&id| id <= i64::MAX as u64), "{taken:?}");
+    // The three IDs store A still had (counters MAX/2 - 2 to MAX/2: IDs up to 2^63 - 2),
+    // then only B's.
+    assert_eq!(
+        taken.iter().filter(|&&id| id % 2 == 0).count(),
+        3,
+        "{taken:?}"
+    );
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(|e| e.to_string()))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 40 takes failed while store B had IDs; first: {}",
+        failed.len(),
+        failed.first().cloned().unwrap_or_default()
+    );
+}
+
+/// With default store timeouts (5 s) and take policy (1 s), a silent MariaDB must not hold
+/// up PostgreSQL's fetches when load rises: each store has its own prefetch thread.
+/// (Found by a review: on the one shared prefetch thread, takes failed.)
+#[test]
+fn a_silent_store_does_not_hold_up_the_others_fetches_under_a_burst() {
+    let (a, b) = (
+        Fixture::new(StoreKind::MySql),
+        Fixture::new(StoreKind::Postgres),
+    );
+    let relay = relay::Relay::to(a.server_addr().unwrap());
+    let (a_url, _) = relay::via(&a.url, relay.addr);
+    let orders = ResidueSegmentGenerator::builder("order", 2)
+        .store(a.segment_store_at(&a_url, None), 0)
+        .store(b.segment_store_at(&b.url, None), 1)
+        .build()
+        .unwrap();
+    // A steady ~5,000 IDs a second, then the burst.
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < Duration::from_secs(2) {
+        orders.next_uid().unwrap();
+        n += 1;
+        if n.is_multiple_of(10) {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    relay.silence();
+    thread::sleep(Duration::from_millis(500));
+    let (mut ok, mut failed, mut first_err) = (0u64, 0u64, None);
+    let end = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < end {
+        match orders.next_uid() {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                failed += 1;
+                first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    assert_eq!(
+        failed, 0,
+        "{ok} taken, {failed} failed; first: {first_err:?}"
     );
 }

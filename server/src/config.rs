@@ -476,7 +476,36 @@ impl Config {
                 return Err(invalid(field, value.to_string(), limit));
             }
         }
-        for period_tag in &self.period_tags {
+        for (i, period_tag) in self.period_tags.iter().enumerate() {
+            let tag = &period_tag.tag;
+            if let Err(e) = uidgen::check_segment_tag(tag) {
+                let rule = match e {
+                    uidgen::StoreError::InvalidName { rule, .. } => rule.to_owned(),
+                    other => other.to_string(),
+                };
+                return Err(invalid(
+                    "period_tags.tag",
+                    tag.chars().take(64).collect(),
+                    &rule,
+                ));
+            }
+            if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT {
+                return Err(invalid(
+                    "period_tags.tag",
+                    tag.clone(),
+                    "a tag other than @snowflake and @opaque (they name routes in token grants)",
+                ));
+            }
+            if self.period_tags[..i]
+                .iter()
+                .any(|earlier| &earlier.tag == tag)
+            {
+                return Err(invalid(
+                    "period_tags.tag",
+                    tag.clone(),
+                    "each period tag once (this one is listed twice)",
+                ));
+            }
             period_tag.offset_minutes()?;
             period_tag.period.parse::<uidgen::Period>().map_err(|e| {
                 invalid(

@@ -1,6 +1,6 @@
 //! Bearer tokens and what each may draw. Compared in constant time; never shown.
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, OPAQUE_GRANT};
 use subtle::ConstantTimeEq;
 
 /// The longest token accepted, in bytes.
@@ -103,6 +103,8 @@ impl Tokens {
 
     /// What `token` allows for `tag`. Every configured token is compared, each in
     /// constant time, so the time taken does not say how much of a token was right.
+    /// `*` grants every tag and `@snowflake`, but not `@opaque`, which is granted only
+    /// by name.
     pub fn access(&self, token: Option<&str>, tag: &str) -> Access {
         if self.entries.is_empty() {
             return Access::Open;
@@ -118,7 +120,9 @@ impl Tokens {
         }
         match found {
             None => Access::Unknown,
-            Some(Entry { tags: None, .. }) => Access::Granted,
+            // `*` is every tag and the snowflake routes, not mapping public IDs back:
+            // a client that may draw IDs must not undo `format=opaque` unless granted.
+            Some(Entry { tags: None, .. }) if tag != OPAQUE_GRANT => Access::Granted,
             Some(Entry {
                 tags: Some(tags), ..
             }) if tags.iter().any(|t| t == tag) => Access::Granted,
@@ -142,6 +146,11 @@ mod tests {
         assert_eq!(tokens.access(Some(A), "@snowflake"), Access::Granted);
         assert_eq!(tokens.access(Some(A), "user"), Access::Forbidden);
         assert_eq!(tokens.access(Some(B), "user"), Access::Granted);
+        assert_eq!(tokens.access(Some(B), "@snowflake"), Access::Granted);
+        // Mapping public IDs back is granted by name only.
+        assert_eq!(tokens.access(Some(B), "@opaque"), Access::Forbidden);
+        let named = Tokens::parse(&format!("{A}=@opaque"), "test").unwrap();
+        assert_eq!(named.access(Some(A), "@opaque"), Access::Granted);
         assert_eq!(
             tokens.access(Some("aaaaaaaaaaaaaaaa"), "order"),
             Access::Unknown

@@ -89,6 +89,18 @@ fn a_bad_period_tag_is_refused_before_start() {
             "tags = [\"r\"]\n[[period_tags]]\ntag = \"r\"",
             "a tag not also in tags",
         ),
+        (
+            "[[period_tags]]\ntag = \"@snowflake\"",
+            "a tag other than @snowflake and @opaque",
+        ),
+        (
+            "[[period_tags]]\ntag = \"r\"\n[[period_tags]]\ntag = \"r\"\nperiod = \"month\"",
+            "each period tag once",
+        ),
+        (
+            "[[period_tags]]\ntag = \" r\"",
+            "without control characters or white space at either end",
+        ),
     ] {
         let config: Config = toml::from_str(toml_text).unwrap();
         let err = config.check().unwrap_err().to_string();
@@ -104,11 +116,12 @@ fn a_bad_period_tag_is_refused_before_start() {
 const KEY_HEX: &str = "8f3c0a9be41d77f2c6a5b0e9d3f8127a4c6e2b9d0f1a3c5e7b9d1f3a5c7e9b0d";
 const FLAKE: &str = "flake-token-0123456789abcdef";
 const REVEAL: &str = "reveal-token-0123456789abcdef";
+const EVERY: &str = "every-tag-token-0123456789abcdef";
 
 #[test]
 fn opaque_ids_hide_the_numbers_and_map_back_only_with_the_grant() {
     let keys = format!("7:{KEY_HEX}");
-    let tokens = format!("{FLAKE}=@snowflake;{REVEAL}=@opaque");
+    let tokens = format!("{FLAKE}=@snowflake;{REVEAL}=@opaque;{EVERY}=*");
     let server = TestServer::start(&[("UIDGEN_OPAQUE_KEYS", &keys), ("UIDGEN_TOKENS", &tokens)]);
     let with = |token: &str, path: &str| {
         curl(&[

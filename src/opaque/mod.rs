@@ -104,11 +104,14 @@ impl OpaqueIds {
         Ok(self)
     }
 
-    /// Keys from text, as a service reads them from its environment: `VERSION:HEX`
-    /// entries (64 hex digits each) separated by commas, the current key first, e.g.
-    /// `2:<64 hex>,1:<64 hex>`. Errors never show a key.
+    /// Keys from text, as a service reads them from its environment or a file:
+    /// `VERSION:HEX` entries (64 hex digits each) separated by commas or new lines, the
+    /// current key first, e.g. `2:<64 hex>,1:<64 hex>`. Errors never show a key.
     pub fn from_spec(spec: &str) -> Result<Self, OpaqueError> {
-        let mut entries = spec.split(',').map(str::trim).filter(|e| !e.is_empty());
+        let mut entries = spec
+            .split([',', '\n'])
+            .map(str::trim)
+            .filter(|e| !e.is_empty());
         let first = entries.next().ok_or(OpaqueError::NoKey)?;
         let (version, key) = parse_entry(first)?;
         let mut ids = Self::new(version, &key)?;
@@ -243,10 +246,17 @@ fn parse_entry(entry: &str) -> Result<(u8, [u8; OPAQUE_KEY_LEN]), OpaqueError> {
         .ok()
         .filter(|v| *v <= MAX_KEY_VERSION)
         .ok_or_else(|| OpaqueError::Spec {
-            problem: format!(
-                "key version {:?} is not a number in 0..={MAX_KEY_VERSION}",
-                version.chars().take(8).collect::<String>()
-            ),
+            // Two characters at most are shown: a key written first by mistake must not.
+            problem: match version.trim() {
+                short if short.chars().count() <= 2 => {
+                    format!("key version {short:?} is not a number in 0..={MAX_KEY_VERSION}")
+                }
+                long => format!(
+                    "a key version of {} characters is not a number in 0..={MAX_KEY_VERSION} \
+                     (VERSION comes first, then ':' and the key)",
+                    long.chars().count()
+                ),
+            },
         })?;
     let hex = hex.trim().as_bytes();
     if hex.len() != 2 * OPAQUE_KEY_LEN {

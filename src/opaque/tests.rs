@@ -82,6 +82,8 @@ fn specs_are_read_and_refused_without_showing_keys() {
     let hex1 = "11".repeat(32);
     let hex2 = "ab".repeat(32);
     let ids = OpaqueIds::from_spec(&format!("2:{hex2}, 1:{hex1}")).unwrap();
+    let from_lines = OpaqueIds::from_spec(&format!("2:{hex2}\n1:{hex1}\n")).unwrap();
+    assert_eq!(from_lines.encode(9).unwrap(), ids.encode(9).unwrap());
     assert_eq!(ids.current_version(), 2);
     let same = OpaqueIds::new(2, &[0xab; 32]).unwrap();
     assert_eq!(ids.encode(7).unwrap(), same.encode(7).unwrap());
@@ -102,6 +104,10 @@ fn specs_are_read_and_refused_without_showing_keys() {
         ("1", "not VERSION:HEX"),
         ("x:00", "key version \"x\" is not a number in 0..=61"),
         ("99:00", "key version \"99\""),
+        (
+            &format!("{hex1}:1"),
+            "a key version of 64 characters is not a number",
+        ),
         ("1:abcd", "key 1 has 4 hex digits; a key is 64 (32 bytes)"),
         (
             &format!("1:{secret}"),

@@ -32,6 +32,8 @@ pub struct SegmentGeneratorBuilder {
     range_lifetime: Duration,
     max_distance: u64,
     prefetch: bool,
+    /// A prefetch thread of the store's own rather than the shared one.
+    own_prefetcher: bool,
 }
 
 impl SegmentGeneratorBuilder {
@@ -62,6 +64,13 @@ impl SegmentGeneratorBuilder {
         /// when the last one is used up, and the take that finds it so waits for the store:
         /// Leaf's behaviour without its second buffer, for comparison.
         prefetch(prefetch: bool) => self.prefetch = prefetch;
+    }
+
+    /// Fetches on the store's own prefetch thread (one per store in the process), so a
+    /// store that hangs never delays fetches from another: residue classes.
+    pub(super) fn store_prefetcher(mut self) -> Self {
+        self.own_prefetcher = true;
+        self
     }
 
     /// Checks the settings, creates the tag if asked, takes the first range from the
@@ -108,7 +117,12 @@ impl SegmentGeneratorBuilder {
             max_distance: self.max_distance,
             prefetch: self.prefetch,
         };
-        let prefetcher = Prefetcher::get().map_err(SegmentError::Spawn)?;
+        let prefetcher = if self.own_prefetcher {
+            Prefetcher::for_store(&describe)
+        } else {
+            Prefetcher::get()
+        }
+        .map_err(SegmentError::Spawn)?;
         let tag = Arc::new(Tag::new(
             self.tag,
             self.store,
@@ -197,6 +211,7 @@ impl SegmentGenerator {
             range_lifetime: DEFAULT_RANGE_LIFETIME,
             max_distance: DEFAULT_MAX_PREFETCH_DISTANCE,
             prefetch: true,
+            own_prefetcher: false,
         }
     }
 

@@ -9,12 +9,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{ConfigError, UidError};
 use crate::store::segment::{check_tag, SegmentStore, TagRecord};
 use crate::store::{StoreError, StoreKind};
-use crate::sync::outside_loom::{read, write, RwLock};
+use crate::sync::outside_loom::{lock, read, try_read, write, Mutex, RwLock};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::wait::TakeRejectPolicy;
 use chrono::{DateTime, Datelike, FixedOffset};
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a period lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -186,6 +186,7 @@ impl PeriodSegmentGeneratorBuilder {
         let current = shared.open(now)?;
         Ok(PeriodSegmentGenerator {
             current: RwLock::new(current),
+            opening: Mutex::new(None),
             shared,
         })
     }
@@ -333,9 +334,11 @@ impl SegmentStore for PeriodRows {
 ///   (`tag:yyyyMMdd`), so IDs of two periods differ in their first digits, and a period's
 ///   IDs are a [`SegmentGenerator`]'s.
 /// - **Never backwards**: the period served only moves forward, even if the clock steps
-///   back. When it changes, the generator switches once, under a write lock that waits
-///   for takes in flight: every take that starts after the first ID of the new period was
-///   handed out gets a new-period ID.
+///   back. When it changes, one take sets the new period up in the store while the
+///   others wait for it (if the store fails, takes fail with its error at once for a
+///   second, then one tries again), then the generator switches under a write lock that
+///   waits for takes in flight: every take that starts after the first ID of the new
+///   period was handed out gets a new-period ID.
 /// - **Across processes whose clocks differ**: a generator that starts, or switches,
 ///   while the store already has the next period's row begins that period instead; and
 ///   after each range it fetches it looks for that row, so a process whose clock is
@@ -369,8 +372,14 @@ impl SegmentStore for PeriodRows {
 /// ```
 pub struct PeriodSegmentGenerator {
     current: RwLock<Current>,
+    /// Held by the one take setting a new period up; the last failure and when.
+    opening: Mutex<Option<(Instant, UidError)>>,
     shared: Arc<Shared>,
 }
+
+/// How long a failure to set a new period up is remembered (takes meanwhile fail with it
+/// at once).
+const OPEN_RETRY: Duration = Duration::from_secs(1);
 
 impl fmt::Debug for PeriodSegmentGenerator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -439,7 +448,13 @@ impl PeriodSegmentGenerator {
     /// which begins the new period).
     pub fn try_next_uid(&self) -> Result<u64, UidError> {
         let target = self.target();
-        let current = read(&self.current);
+        // A switch holds the lock across store calls: never wait for it here.
+        let Some(current) = try_read(&self.current) else {
+            return Err(UidError::WouldBlock {
+                why: "a new period begins; its counter is being set up in the store",
+                wait: None,
+            });
+        };
         if target > current.period {
             return Err(UidError::WouldBlock {
                 why: "a new period begins; its counter is being set up in the store",
@@ -465,10 +480,12 @@ impl PeriodSegmentGenerator {
         }
         let mut filled = 1;
         for slot in &mut out[1..] {
-            match current.generator.try_next_uid() {
-                Ok(sequence) if sequence < self.shared.span => {
-                    *slot = period * self.shared.span + sequence
-                }
+            match current
+                .generator
+                .try_next_uid()
+                .map(|sequence| self.compose(period, sequence))
+            {
+                Ok(Ok(id)) => *slot = id,
                 _ => break,
             }
             filled += 1;
@@ -496,27 +513,50 @@ impl PeriodSegmentGenerator {
                 ),
             });
         }
-        Ok(period * self.shared.span + sequence)
+        // Years past 9999 (a clock set far ahead) would not fit: an error, not a wrap.
+        period
+            .checked_mul(self.shared.span)
+            .and_then(|id| id.checked_add(sequence))
+            .filter(|&id| id <= i64::MAX as u64)
+            .ok_or_else(|| UidError::SegmentExhausted {
+                tag: self.shared.row(period),
+                waited: Duration::ZERO,
+                why: format!(
+                    "period {period} with {} sequence digits is past the largest ID 2^63 - 1 \
+                     (is the clock set past the year 9999?)",
+                    self.shared.span.ilog10()
+                ),
+            })
     }
 
     /// Moves to `target` (or a later period the store has begun) unless another take
-    /// moved already; the old generator gives its tail back after the lock is released.
+    /// moved already. The store calls run outside the lock takes read (one opener at a
+    /// time, the others waiting for it); a failure is remembered for [`OPEN_RETRY`], so
+    /// takes meanwhile fail at once with it rather than each waiting on the store again.
+    /// The old generator gives its tail back after both locks are released.
     fn switch(&self, target: u64) -> Result<(), UidError> {
-        let old = {
-            let mut current = write(&self.current);
-            if current.period >= target {
-                return Ok(());
-            }
-            let opened = self
-                .shared
-                .open(target)
-                .map_err(|err| UidError::SegmentExhausted {
+        let mut failed = lock(&self.opening);
+        if read(&self.current).period >= target {
+            return Ok(());
+        }
+        if let Some((_, err)) = failed.as_ref().filter(|(at, _)| at.elapsed() < OPEN_RETRY) {
+            return Err(err.clone());
+        }
+        let opened = match self.shared.open(target) {
+            Ok(opened) => opened,
+            Err(err) => {
+                let err = UidError::SegmentExhausted {
                     tag: self.shared.row(target),
                     waited: Duration::ZERO,
                     why: format!("could not begin period {target}: {err}"),
-                })?;
-            std::mem::replace(&mut *current, opened)
+                };
+                *failed = Some((Instant::now(), err.clone()));
+                return Err(err);
+            }
         };
+        *failed = None;
+        let old = std::mem::replace(&mut *write(&self.current), opened);
+        drop(failed);
         drop(old);
         Ok(())
     }

@@ -1,4 +1,5 @@
-//! The one thread per process that fetches ranges ahead for every segment generator: it
+//! The thread that fetches ranges ahead for segment generators (one per process shared
+//! by every tag, plus one per store for residue classes, `Prefetcher::for_store`): it
 //! waits on its doorbell (rung by takers) or its timer, then tops up each tag, empty ones
 //! first. How much to fetch is the tag's business (`tag.rs`); a store's health is shared
 //! by every tag on it (`health.rs`).
@@ -11,7 +12,8 @@ use std::collections::HashMap;
 use std::sync::{OnceLock, Weak};
 use std::time::Instant;
 
-/// The prefetch thread's name (one per process, shared by every tag).
+/// The prefetch threads' name (one per process shared by every tag, plus one per store
+/// of a [`ResidueSegmentGenerator`](crate::ResidueSegmentGenerator)).
 pub const PREFETCH_THREAD_NAME: &str = "uidgen-segment-prefetch";
 
 /// The prefetch thread's side: the tags it tops up, the stores' health, and its doorbell.
@@ -31,43 +33,58 @@ impl std::fmt::Debug for Prefetcher {
 }
 
 impl Prefetcher {
-    /// The process's prefetcher, its thread started on first use.
+    /// The process's shared prefetcher, its thread started on first use.
     pub(super) fn get() -> Result<&'static Prefetcher, Arc<std::io::Error>> {
         static PREFETCHER: OnceLock<Result<&'static Prefetcher, Arc<std::io::Error>>> =
             OnceLock::new();
-        PREFETCHER
-            .get_or_init(|| {
-                let (sender, receiver) = std::sync::mpsc::channel::<&'static Prefetcher>();
-                let thread = thread::Builder::new()
-                    .name(PREFETCH_THREAD_NAME.into())
-                    .spawn(move || {
-                        if let Ok(prefetcher) = receiver.recv() {
-                            // Every tag of the process depends on this thread: whatever
-                            // panics in a round, the next round goes on.
-                            loop {
-                                let round = std::panic::catch_unwind(|| prefetcher.run());
-                                if let Err(panic) = round {
-                                    tracing::error!(
-                                        message = %crate::sync::panic_message(&*panic),
-                                        "the segment prefetch thread panicked; going on"
-                                    );
-                                }
-                            }
+        PREFETCHER.get_or_init(Self::spawn).clone()
+    }
+
+    /// A prefetcher of its own for the store `describe` names (one per store in the
+    /// process, started on first use): a store that hangs then holds up only its own
+    /// fetches. For generators whose point is to ride out one store's outage.
+    pub(super) fn for_store(describe: &str) -> Result<&'static Prefetcher, Arc<std::io::Error>> {
+        static BY_STORE: OnceLock<Mutex<HashMap<String, &'static Prefetcher>>> = OnceLock::new();
+        let mut by_store = lock(BY_STORE.get_or_init(Default::default));
+        if let Some(prefetcher) = by_store.get(describe) {
+            return Ok(prefetcher);
+        }
+        let prefetcher = Self::spawn()?;
+        by_store.insert(describe.to_owned(), prefetcher);
+        Ok(prefetcher)
+    }
+
+    /// Starts a prefetch thread. Leaked on purpose: it lives as long as the process, and
+    /// there is one shared plus at most one per store.
+    fn spawn() -> Result<&'static Prefetcher, Arc<std::io::Error>> {
+        let (sender, receiver) = std::sync::mpsc::channel::<&'static Prefetcher>();
+        let thread = thread::Builder::new()
+            .name(PREFETCH_THREAD_NAME.into())
+            .spawn(move || {
+                if let Ok(prefetcher) = receiver.recv() {
+                    // Every tag on this thread depends on it: whatever panics in a
+                    // round, the next round goes on.
+                    loop {
+                        let round = std::panic::catch_unwind(|| prefetcher.run());
+                        if let Err(panic) = round {
+                            tracing::error!(
+                                message = %crate::sync::panic_message(&*panic),
+                                "the segment prefetch thread panicked; going on"
+                            );
                         }
-                    })
-                    .map_err(Arc::new)?;
-                // Leaked on purpose: one per process, alive as long as the process.
-                let prefetcher: &'static Prefetcher = Box::leak(Box::new(Prefetcher {
-                    tags: Mutex::new(Vec::new()),
-                    urgent: AtomicBool::new(false),
-                    stores: Mutex::new(HashMap::new()),
-                    doorbell: Doorbell::default(),
-                    thread: thread.thread().clone(),
-                }));
-                let _ = sender.send(prefetcher);
-                Ok(prefetcher)
+                    }
+                }
             })
-            .clone()
+            .map_err(Arc::new)?;
+        let prefetcher: &'static Prefetcher = Box::leak(Box::new(Prefetcher {
+            tags: Mutex::new(Vec::new()),
+            urgent: AtomicBool::new(false),
+            stores: Mutex::new(HashMap::new()),
+            doorbell: Doorbell::default(),
+            thread: thread.thread().clone(),
+        }));
+        let _ = sender.send(prefetcher);
+        Ok(prefetcher)
     }
 
     /// The health of the store `describe` names, shared with every tag on it.

@@ -191,7 +191,8 @@ impl Inner {
             }));
         }
         let mut builder = SegmentGenerator::builder(Arc::clone(&class.store), &self.tag)
-            .take_reject_policy(self.policy.clone());
+            .take_reject_policy(self.policy.clone())
+            .store_prefetcher();
         if let Some(max_step) = self.max_step {
             builder = builder.max_step(max_step);
         }
@@ -253,7 +254,9 @@ fn retry_in_background(inner: Weak<Inner>, index: usize) {
 ///   store made for another class, or a plain tag, is refused.
 /// - **Available**: a take tries the stores in turn (starting one further each time, so
 ///   load spreads) and returns the first fetched ID; a store that is down only loses its
-///   share. A store that does not answer at start is retried in the background.
+///   share. Each store's ranges are fetched by a thread of that store's own (one per
+///   store in the process), so a store that hangs never delays another's fetches. A store
+///   that does not answer at start is retried in the background.
 /// - **Not ordered**: IDs from two stores interleave; each store's IDs increase.
 ///
 /// ```
@@ -329,14 +332,12 @@ impl ResidueSegmentGenerator {
     /// The next ID from the first store (in turn) that has one fetched; if none has,
     /// waits as the take policy allows on a store that is not failing.
     pub fn next_uid(&self) -> Result<u64, UidError> {
-        let (class, counter) = self.take()?;
-        self.inner.id(class, counter)
+        self.take().map(|(_, id)| id)
     }
 
     /// The next ID if a store has one fetched; never blocks.
     pub fn try_next_uid(&self) -> Result<u64, UidError> {
-        let (class, counter) = self.try_each().map_err(|(_, err)| err)?;
-        self.inner.id(class, counter)
+        self.try_each().map(|(_, id)| id).map_err(|(_, err)| err)
     }
 
     /// Fills `out` from the front with new IDs of one store, in increasing order; returns
@@ -346,8 +347,8 @@ impl ResidueSegmentGenerator {
         let Some((first, rest)) = out.split_first_mut() else {
             return Ok(0);
         };
-        let (class, counter) = self.take()?;
-        *first = self.inner.id(class, counter)?;
+        let (class, id) = self.take()?;
+        *first = id;
         let Some(generator) = class.generator.get() else {
             return Ok(1);
         };
@@ -366,17 +367,17 @@ impl ResidueSegmentGenerator {
     /// store has one fetched, as long as the take policy allows.
     #[cfg(feature = "tokio")]
     pub async fn next_uid_async(&self) -> Result<u64, UidError> {
-        let (class, counter) = match self.try_each() {
+        let (_, id) = match self.try_each() {
             Ok(taken) => taken,
             Err((false, err)) => return Err(err),
             Err((true, _)) => {
                 take::on_runtime(self, &self.inner.policy, || self.try_each().ok()).await?
             }
         };
-        self.inner.id(class, counter)
+        Ok(id)
     }
 
-    /// A counter value and the class it is from, waiting (as the policy allows) for
+    /// An ID and the class it is from, waiting (as the policy allows) for
     /// whichever store gets a range first if none has one fetched.
     fn take(&self) -> Result<(&Class, u64), UidError> {
         match self.try_each() {
@@ -391,8 +392,9 @@ impl ResidueSegmentGenerator {
         self.inner.classes.iter().filter_map(|c| c.generator.get())
     }
 
-    /// Tries every started store once, from the next in turn. On failure: whether a
-    /// store is worth waiting on (its next range is on the way), and the error to return.
+    /// Tries every started store once, from the next in turn: the class and its ID. On
+    /// failure: whether a store is worth waiting on (its next range is on the way), and
+    /// the error to return.
     fn try_each(&self) -> Result<(&Class, u64), (bool, UidError)> {
         let classes = &self.inner.classes;
         let start = self.inner.next.fetch_add(1, Ordering::Relaxed) as usize;
@@ -409,7 +411,11 @@ impl ResidueSegmentGenerator {
                 continue;
             };
             match generator.try_next_uid() {
-                Ok(counter) => return Ok((class, counter)),
+                Ok(counter) => match self.inner.id(class, counter) {
+                    Ok(id) => return Ok((class, id)),
+                    // This class is used up; the others may still have IDs.
+                    Err(err) => failures.push(format!("class {}: {err}", class.remainder)),
+                },
                 Err(UidError::WouldBlock { .. }) => wait_on = true,
                 Err(err) => failures.push(format!("class {}: {err}", class.remainder)),
             }
