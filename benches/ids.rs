@@ -21,6 +21,8 @@
 //! writes), as a range chain does; `baseline-floor-slot` adds the read of a pre-built ID
 //! from a ring that is never refilled, as a ring of pre-built IDs does.
 
+mod common;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -400,17 +402,9 @@ fn patterns(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    // Short runs: the whole suite (about 55 benchmarks) must stay well under 15 minutes.
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(20)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = common::config();
     targets = threads, batch, patterns
 }
 criterion_main!(benches);

@@ -5,6 +5,8 @@
 //! back to its ID). Its own binary: a contender added to `ids.rs` moves that binary's
 //! code and its other figures. With `--features opaque`.
 
+mod common;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -38,16 +40,9 @@ fn opaque(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(20)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = common::config();
     targets = opaque
 }
 criterion_main!(benches);

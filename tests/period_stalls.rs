@@ -82,11 +82,10 @@ fn hanging(fail: bool, stall: Duration) -> (tempfile::TempDir, Hanging, Arc<Atom
     (dir, store, hang)
 }
 
-/// `try_next_uid` never blocks, even while another take sets a new period up on a store
-/// that takes 2 s to answer (the service calls it on its async runtime's threads).
-#[test]
-fn try_next_uid_does_not_wait_for_a_period_switch_on_a_slow_store() {
-    let (_dir, store, hang) = hanging(false, Duration::from_secs(2));
+/// A generator that took an ID before midnight, its store now taking 2 s a call (then
+/// failing if `fail`), its clock just past midnight: the next take begins the new day.
+fn past_midnight_on_a_slow_store(fail: bool) -> (tempfile::TempDir, PeriodSegmentGenerator) {
+    let (dir, store, hang) = hanging(fail, Duration::from_secs(2));
     let clock = ManualClock::new(MIDNIGHT - 1_000);
     let generator = PeriodSegmentGenerator::builder(store, "order")
         .utc_offset_minutes(480)
@@ -96,6 +95,14 @@ fn try_next_uid_does_not_wait_for_a_period_switch_on_a_slow_store() {
     generator.next_uid().unwrap();
     hang.store(true, Ordering::SeqCst);
     clock.set(MIDNIGHT + 10);
+    (dir, generator)
+}
+
+/// `try_next_uid` never blocks, even while another take sets a new period up on a store
+/// that takes 2 s to answer (the service calls it on its async runtime's threads).
+#[test]
+fn try_next_uid_does_not_wait_for_a_period_switch_on_a_slow_store() {
+    let (_dir, generator) = past_midnight_on_a_slow_store(false);
     thread::scope(|s| {
         s.spawn(|| generator.next_uid()); // begins the new day: tag() + create() hang
         thread::sleep(Duration::from_millis(200));
@@ -118,16 +125,7 @@ fn try_next_uid_does_not_wait_for_a_period_switch_on_a_slow_store() {
 /// (4 takers would wait 8 s).
 #[test]
 fn takes_at_a_period_change_on_a_failing_store_try_it_once() {
-    let (_dir, store, hang) = hanging(true, Duration::from_secs(2));
-    let clock = ManualClock::new(MIDNIGHT - 1_000);
-    let generator = PeriodSegmentGenerator::builder(store, "order")
-        .utc_offset_minutes(480)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    generator.next_uid().unwrap();
-    hang.store(true, Ordering::SeqCst);
-    clock.set(MIDNIGHT + 10);
+    let (_dir, generator) = past_midnight_on_a_slow_store(true);
     let slowest = AtomicU64::new(0);
     thread::scope(|s| {
         for _ in 0..4 {
