@@ -59,6 +59,15 @@ fn midnight_mid_run_with_eight_threads() {
             start.wait();
             thread::sleep(Duration::from_millis(150));
             clock.set(MIDNIGHT + 20);
+            // Until a take has begun the new day (however loaded the machine), then on.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while generator.current_period() != NEW_DAY {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the new day never began"
+                );
+                thread::sleep(Duration::from_millis(5));
+            }
             thread::sleep(Duration::from_millis(150));
             stop.store(true, Ordering::Relaxed);
             takers.into_iter().map(|t| t.join().unwrap()).collect()
