@@ -91,6 +91,9 @@ pub struct Config {
     /// Segment tags whose IDs start with their day or month (`[[period_tags]]`),
     /// created at start.
     pub period_tags: Vec<PeriodTag>,
+    /// Segment tags served from several stores, each its own residue class
+    /// (`[[residue_tags]]`), created in each store at start.
+    pub residue_tags: Vec<ResidueTag>,
     /// A file of opaque-ID keys, `VERSION:HEX` entries (64 hex digits each), the
     /// current key first; read at start. With keys, the native routes take
     /// `format=opaque` and `/v1/opaque/{public}` maps a public ID back.
@@ -166,6 +169,61 @@ impl PeriodTag {
     }
 }
 
+/// A segment tag served from several independent stores, store `i` handing out only IDs
+/// ≡ `remainders[i]` (mod `modulus`), as Tinyid's `delta`/`remainder` and MySQL's
+/// `auto_increment_increment` do (`uidgen::ResidueSegmentGenerator`): losing a store
+/// loses only its share.
+///
+/// ```
+/// let config: uidgen_server::Config = toml::from_str(r#"
+///     [[residue_tags]]
+///     tag = "order"
+///     stores = ["mysql://ids@db-a/ids", "postgres://ids@db-b/ids"]
+/// "#).unwrap();
+/// assert_eq!(config.residue_tags[0].stores.len(), 2);
+/// ```
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ResidueTag {
+    /// The tag, the same name in every store.
+    pub tag: String,
+    /// The stores' URLs (any form `uidgen::StoreUrl` reads), one class each.
+    pub stores: Vec<String>,
+    /// `d` (default: the number of stores).
+    pub modulus: Option<u64>,
+    /// Each store's remainder, in the order of `stores` (default 0, 1, 2, …).
+    pub remainders: Option<Vec<u64>>,
+}
+
+impl std::fmt::Debug for ResidueTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stores: Vec<String> = self
+            .stores
+            .iter()
+            .map(|u| uidgen_store_redacted(u))
+            .collect();
+        f.debug_struct("ResidueTag")
+            .field("tag", &self.tag)
+            .field("stores", &stores)
+            .field("modulus", &self.modulus)
+            .field("remainders", &self.remainders)
+            .finish()
+    }
+}
+
+impl ResidueTag {
+    /// `d`, and each store's remainder.
+    pub(crate) fn classes(&self) -> (u64, Vec<u64>) {
+        let modulus = self.modulus.unwrap_or(self.stores.len() as u64);
+        let remainders = self
+            .remainders
+            .clone()
+            .unwrap_or_else(|| (0..self.stores.len() as u64).collect());
+        (modulus, remainders)
+    }
+}
+
 /// Connection and request limits.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -224,6 +282,7 @@ impl Default for Config {
             tinyid_loading_percent: 20,
             tokens_file: None,
             period_tags: Vec::new(),
+            residue_tags: Vec::new(),
             opaque_keys_file: None,
             limits: Limits::default(),
             opaque: None,
@@ -246,6 +305,7 @@ impl std::fmt::Debug for Config {
             .field("create_tags", &self.create_tags)
             .field("max_count", &self.max_count)
             .field("period_tags", &self.period_tags)
+            .field("residue_tags", &self.residue_tags)
             .field("opaque", &self.opaque)
             .field("tokens", &self.tokens)
             .field("limits", &self.limits)
@@ -476,36 +536,48 @@ impl Config {
                 return Err(invalid(field, value.to_string(), limit));
             }
         }
-        for (i, period_tag) in self.period_tags.iter().enumerate() {
-            let tag = &period_tag.tag;
+        // Period and residue tags: each a valid tag, no grant name, listed once, and
+        // not also a plain tag.
+        let special = self
+            .period_tags
+            .iter()
+            .map(|t| ("period_tags.tag", &t.tag))
+            .chain(
+                self.residue_tags
+                    .iter()
+                    .map(|t| ("residue_tags.tag", &t.tag)),
+            );
+        for (i, (field, tag)) in special.clone().enumerate() {
             if let Err(e) = uidgen::check_segment_tag(tag) {
                 let rule = match e {
                     uidgen::StoreError::InvalidName { rule, .. } => rule.to_owned(),
                     other => other.to_string(),
                 };
-                return Err(invalid(
-                    "period_tags.tag",
-                    tag.chars().take(64).collect(),
-                    &rule,
-                ));
+                return Err(invalid(field, tag.chars().take(64).collect(), &rule));
             }
             if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT {
                 return Err(invalid(
-                    "period_tags.tag",
+                    field,
                     tag.clone(),
                     "a tag other than @snowflake and @opaque (they name routes in token grants)",
                 ));
             }
-            if self.period_tags[..i]
-                .iter()
-                .any(|earlier| &earlier.tag == tag)
-            {
+            if special.clone().take(i).any(|(_, earlier)| earlier == tag) {
                 return Err(invalid(
-                    "period_tags.tag",
+                    field,
                     tag.clone(),
-                    "each period tag once (this one is listed twice)",
+                    "each period or residue tag once (this one is listed twice)",
                 ));
             }
+            if self.tags.contains(tag) {
+                return Err(invalid(
+                    field,
+                    tag.clone(),
+                    "a tag not also in tags (a tag is plain, a period tag or a residue tag)",
+                ));
+            }
+        }
+        for period_tag in &self.period_tags {
             period_tag.offset_minutes()?;
             period_tag.period.parse::<uidgen::Period>().map_err(|e| {
                 invalid(
@@ -514,11 +586,18 @@ impl Config {
                     &e.to_string(),
                 )
             })?;
-            if self.tags.contains(&period_tag.tag) {
+        }
+        for residue_tag in &self.residue_tags {
+            let (_, remainders) = residue_tag.classes();
+            if residue_tag.stores.len() < 2 || remainders.len() != residue_tag.stores.len() {
                 return Err(invalid(
-                    "period_tags.tag",
-                    period_tag.tag.clone(),
-                    "a tag not also in tags (a tag is plain or a period tag)",
+                    "residue_tags.stores",
+                    format!(
+                        "{} stores and {} remainders",
+                        residue_tag.stores.len(),
+                        remainders.len()
+                    ),
+                    "2 or more stores, and one remainder for each",
                 ));
             }
         }

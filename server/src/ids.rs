@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use uidgen::{
-    BitsAllocator, CachedUidGenerator, PeriodSegmentGenerator, Preset, SegmentError,
-    SegmentGenerator, SegmentStore, StoreError, StoreUrl, UidError, UidGenerator, WorkerLease,
+    BitsAllocator, CachedUidGenerator, PeriodSegmentGenerator, Preset, ResidueSegmentGenerator,
+    SegmentError, SegmentGenerator, SegmentStore, StoreError, StoreUrl, UidError, UidGenerator,
+    WorkerLease,
 };
 
 /// The most segment tags one service serves at once (each holds a generator).
@@ -67,6 +68,8 @@ pub struct Ids {
     segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
     /// The period tags, set up at start.
     periods: HashMap<String, Arc<PeriodSegmentGenerator>>,
+    /// The residue tags (one tag over several stores), set up at start.
+    residues: HashMap<String, Arc<ResidueSegmentGenerator>>,
     /// Each served tag's base step, the size of a range handed to Tinyid's client.
     steps: RwLock<HashMap<String, u64>>,
     /// Only one task sets up a tag at a time (so two requests do not build two
@@ -122,6 +125,7 @@ impl Ids {
             store,
             segments: RwLock::new(HashMap::new()),
             periods: HashMap::new(),
+            residues: HashMap::new(),
             steps: RwLock::new(HashMap::new()),
             setting_up: tokio::sync::Mutex::new(()),
             metrics: Metrics::new(),
@@ -146,6 +150,15 @@ impl Ids {
                     source: Box::new(source),
                 })?;
             ids.periods.insert(period_tag.tag, Arc::new(generator));
+        }
+        for residue_tag in ids.config.residue_tags.clone() {
+            let generator = build_residue(&residue_tag, ids.config.tag_step).map_err(|source| {
+                StartError::Segment {
+                    tag: shown_tag(&residue_tag.tag),
+                    source: Box::new(source),
+                }
+            })?;
+            ids.residues.insert(residue_tag.tag, Arc::new(generator));
         }
         ids.probe_store();
         Ok(ids)
@@ -188,22 +201,45 @@ impl Ids {
         Ok(out)
     }
 
-    /// `count` IDs of `tag`, in increasing order.
+    /// `count` IDs of `tag` (in increasing order, but for a residue tag's, which come
+    /// from several stores).
     pub(crate) async fn segment_ids(&self, tag: &str, count: usize) -> Result<Vec<u64>, ApiError> {
         if let Some(generator) = self.periods.get(tag) {
             return self.period_ids(generator, count).await;
         }
+        if let Some(generator) = self.residues.get(tag) {
+            return self
+                .collect(
+                    count,
+                    || generator.try_next_uid(),
+                    || generator.next_uid_async(),
+                )
+                .await;
+        }
         let generator = self.segment(tag).await?;
+        self.collect(
+            count,
+            || generator.try_next_uid(),
+            || generator.next_uid_async(),
+        )
+        .await
+    }
+
+    /// `count` IDs, each taken with `try_one` when one is ready, else awaited with
+    /// `wait_one` (which never blocks the runtime).
+    async fn collect<F: std::future::Future<Output = Result<u64, UidError>>>(
+        &self,
+        count: usize,
+        try_one: impl Fn() -> Result<u64, UidError>,
+        wait_one: impl Fn() -> F,
+    ) -> Result<Vec<u64>, ApiError> {
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
-            match generator.try_next_uid() {
+            match try_one() {
                 Ok(id) => out.push(id),
-                Err(UidError::WouldBlock { .. }) => out.push(
-                    generator
-                        .next_uid_async()
-                        .await
-                        .map_err(|e| self.id_error(e))?,
-                ),
+                Err(UidError::WouldBlock { .. }) => {
+                    out.push(wait_one().await.map_err(|e| self.id_error(e))?)
+                }
                 Err(e) => return Err(self.id_error(e)),
             }
         }
@@ -234,17 +270,21 @@ impl Ids {
         Ok(out)
     }
 
-    /// Refuses ranges of a period tag: each ID carries its period, so a client cannot
-    /// hand out IDs of its own from a range.
+    /// Refuses ranges of a period tag (each ID carries its period, so a client cannot
+    /// hand out IDs of its own from a range) and of a residue tag (its IDs come from
+    /// several stores).
     fn no_period_range(&self, tag: &str) -> Result<(), ApiError> {
-        if self.periods.contains_key(tag) {
-            return Err(ApiError::bad_request(
-                format!("{} is a period tag: no ranges", shown_tag(tag)),
-                "ranges of a plain segment tag (a period tag's IDs start with their period; \
-                 take them from /v1/segment/{tag})",
-            ));
-        }
-        Ok(())
+        let kind = if self.periods.contains_key(tag) {
+            "a period tag (its IDs start with their period)"
+        } else if self.residues.contains_key(tag) {
+            "a residue tag (its IDs come from several stores)"
+        } else {
+            return Ok(());
+        };
+        Err(ApiError::bad_request(
+            format!("{} is {kind}: no ranges", shown_tag(tag)),
+            "ranges of a plain segment tag; take this tag's IDs from /v1/segment/{tag}",
+        ))
     }
 
     /// A range of `count` IDs of `tag` taken from the store now and marked used there:
@@ -527,6 +567,21 @@ fn build_period(
         .step(step);
     if let Some(digits) = tag.sequence_digits {
         builder = builder.sequence_digits(digits);
+    }
+    builder.build()
+}
+
+/// A residue tag's generator over its stores, tags created with base step `step`.
+fn build_residue(
+    tag: &crate::config::ResidueTag,
+    step: u64,
+) -> Result<ResidueSegmentGenerator, SegmentError> {
+    let (modulus, remainders) = tag.classes();
+    let mut builder = ResidueSegmentGenerator::builder(&tag.tag, modulus).step(step);
+    for (url, remainder) in tag.stores.iter().zip(remainders) {
+        let store =
+            StoreUrl::parse(url).and_then(|url| url.timeout(STORE_TIMEOUT).segment_store())?;
+        builder = builder.store(store, remainder);
     }
     builder.build()
 }

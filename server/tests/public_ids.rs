@@ -95,7 +95,7 @@ fn a_bad_period_tag_is_refused_before_start() {
         ),
         (
             "[[period_tags]]\ntag = \"r\"\n[[period_tags]]\ntag = \"r\"\nperiod = \"month\"",
-            "each period tag once",
+            "listed twice",
         ),
         (
             "[[period_tags]]\ntag = \" r\"",
@@ -111,6 +111,86 @@ fn a_bad_period_tag_is_refused_before_start() {
         .unwrap()
         .to_string();
     assert!(err.contains("unknown field `zone`"), "{err}");
+}
+
+/// A config whose `[[residue_tags]]` come from `toml_text`, on a fresh store in `dir`.
+fn with_residue_tags(dir: &std::path::Path, toml_text: &str) -> Config {
+    let mut config = config_in(dir, &[]);
+    config.residue_tags = toml::from_str::<Config>(toml_text).unwrap().residue_tags;
+    config
+}
+
+#[test]
+fn a_residue_tag_draws_from_every_store_that_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.sqlite3"), dir.path().join("b.sqlite3"));
+    let config = with_residue_tags(
+        dir.path(),
+        &format!(
+            "[[residue_tags]]\ntag = \"order\"\nstores = [{:?}, {:?}]",
+            a.display().to_string(),
+            b.display().to_string()
+        ),
+    );
+    let server = TestServer::start_with(config, dir);
+    let ids = numbers(&json(&get(&server, "/v1/segment/order?count=10").body)["ids"]);
+    assert_eq!(ids.iter().filter(|id| *id % 2 == 0).count(), 5, "{ids:?}");
+    assert_eq!(
+        ids.iter().collect::<std::collections::HashSet<_>>().len(),
+        10
+    );
+    let leaf = get(&server, "/api/segment/get/order");
+    assert_eq!(leaf.status, 200, "{}", leaf.body);
+    let range = curl(&[
+        "-X",
+        "POST",
+        &server.url("/v1/segment/order/range?count=10"),
+    ]);
+    assert_eq!(range.status, 400, "{}", range.body);
+    assert!(range.body.contains("is a residue tag"), "{}", range.body);
+
+    // One store cannot be used at start (its file is no SQLite database): the service
+    // starts, and serves the other's class.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("a.sqlite3").display().to_string();
+    let broken = dir.path().join("b.sqlite3");
+    std::fs::write(&broken, vec![0x5a; 4096]).unwrap();
+    let broken = broken.display().to_string();
+    let config = with_residue_tags(
+        dir.path(),
+        &format!("[[residue_tags]]\ntag = \"order\"\nstores = [{good:?}, {broken:?}]"),
+    );
+    let server = TestServer::start_with(config, dir);
+    let ids = numbers(&json(&get(&server, "/v1/segment/order?count=10").body)["ids"]);
+    assert!(ids.iter().all(|id| id % 2 == 0), "{ids:?}");
+}
+
+#[test]
+fn a_bad_residue_tag_is_refused_before_start_without_showing_a_password() {
+    let one = "[[residue_tags]]\ntag = \"r\"\nstores = [\"mysql://root:s3cret@db/x\"]";
+    let config: Config = toml::from_str(one).unwrap();
+    let err = config.check().unwrap_err().to_string();
+    assert!(
+        err.contains("2 or more stores, and one remainder for each"),
+        "{err}"
+    );
+    assert!(!format!("{config:?}").contains("s3cret"), "{config:?}");
+    let twice =
+        "[[period_tags]]\ntag = \"r\"\n[[residue_tags]]\ntag = \"r\"\nstores = [\"a\", \"b\"]";
+    let err = toml::from_str::<Config>(twice)
+        .unwrap()
+        .check()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("listed twice"), "{err}");
+    // Classes the library refuses stop the start, naming the limit.
+    let dir = tempfile::tempdir().unwrap();
+    let config = with_residue_tags(
+        dir.path(),
+        "[[residue_tags]]\ntag = \"r\"\nstores = [\"a.db\", \"b.db\"]\nremainders = [0, 2]",
+    );
+    let err = uidgen_server::Ids::start(config).unwrap_err().to_string();
+    assert!(err.contains("remainder = 2 is out of range: 0..2"), "{err}");
 }
 
 const KEY_HEX: &str = "8f3c0a9be41d77f2c6a5b0e9d3f8127a4c6e2b9d0f1a3c5e7b9d1f3a5c7e9b0d";
