@@ -32,6 +32,8 @@ pub const ENV_VARIABLES: [&str; 11] = [
 ];
 /// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
 pub const SNOWFLAKE_GRANT: &str = "@snowflake";
+/// The most stores one residue tag may have.
+pub const MAX_RESIDUE_STORES: usize = 64;
 /// The opaque-ID decoding route's name in token grants (`TOKEN=@opaque`).
 pub const OPAQUE_GRANT: &str = "@opaque";
 
@@ -555,11 +557,12 @@ impl Config {
                 };
                 return Err(invalid(field, tag.chars().take(64).collect(), &rule));
             }
-            if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT {
+            if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT || tag == "*" {
                 return Err(invalid(
                     field,
                     tag.clone(),
-                    "a tag other than @snowflake and @opaque (they name routes in token grants)",
+                    "a tag other than @snowflake, @opaque and * (they mean routes or every tag \
+                     in token grants)",
                 ));
             }
             if special.clone().take(i).any(|(_, earlier)| earlier == tag) {
@@ -589,7 +592,9 @@ impl Config {
         }
         for residue_tag in &self.residue_tags {
             let (_, remainders) = residue_tag.classes();
-            if residue_tag.stores.len() < 2 || remainders.len() != residue_tag.stores.len() {
+            if !(2..=MAX_RESIDUE_STORES).contains(&residue_tag.stores.len())
+                || remainders.len() != residue_tag.stores.len()
+            {
                 return Err(invalid(
                     "residue_tags.stores",
                     format!(
@@ -597,7 +602,10 @@ impl Config {
                         residue_tag.stores.len(),
                         remainders.len()
                     ),
-                    "2 or more stores, and one remainder for each",
+                    &format!(
+                        "2 to {MAX_RESIDUE_STORES} stores, and one remainder for each (each \
+                         store is a connection and a thread)"
+                    ),
                 ));
             }
         }

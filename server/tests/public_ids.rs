@@ -91,7 +91,11 @@ fn a_bad_period_tag_is_refused_before_start() {
         ),
         (
             "[[period_tags]]\ntag = \"@snowflake\"",
-            "a tag other than @snowflake and @opaque",
+            "a tag other than @snowflake, @opaque and *",
+        ),
+        (
+            "[[residue_tags]]\ntag = \"*\"\nstores = [\"a\", \"b\"]",
+            "a tag other than @snowflake, @opaque and *",
         ),
         (
             "[[period_tags]]\ntag = \"r\"\n[[period_tags]]\ntag = \"r\"\nperiod = \"month\"",
@@ -171,7 +175,7 @@ fn a_bad_residue_tag_is_refused_before_start_without_showing_a_password() {
     let config: Config = toml::from_str(one).unwrap();
     let err = config.check().unwrap_err().to_string();
     assert!(
-        err.contains("2 or more stores, and one remainder for each"),
+        err.contains("2 to 64 stores, and one remainder for each"),
         "{err}"
     );
     assert!(!format!("{config:?}").contains("s3cret"), "{config:?}");

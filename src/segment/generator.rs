@@ -185,7 +185,7 @@ impl SegmentGeneratorBuilder {
 /// ```
 pub struct SegmentGenerator {
     tag: Arc<Tag>,
-    prefetcher: &'static Prefetcher,
+    prefetcher: Arc<Prefetcher>,
     policy: TakeRejectPolicy,
 }
 
@@ -222,7 +222,7 @@ impl SegmentGenerator {
 
     #[inline(always)]
     fn take(&self) -> Option<u64> {
-        let (prefetcher, chain) = (self.prefetcher, self.tag.chain());
+        let (prefetcher, chain) = (&self.prefetcher, self.tag.chain());
         // Moved to the last range fetched: ask for more now. Otherwise the prefetch
         // thread's own timer (half a range's time) comes in time, and this call makes no
         // system call.

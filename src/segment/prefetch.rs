@@ -1,5 +1,6 @@
 //! The thread that fetches ranges ahead for segment generators (one per process shared
-//! by every tag, plus one per store for residue classes, `Prefetcher::for_store`): it
+//! by every tag, plus one per store for residue classes while one is alive,
+//! `Prefetcher::for_store`): it
 //! waits on its doorbell (rung by takers) or its timer, then tops up each tag, empty ones
 //! first. How much to fetch is the tag's business (`tag.rs`); a store's health is shared
 //! by every tag on it (`health.rs`).
@@ -10,10 +11,10 @@ use crate::sync::{lock, thread, Arc, AtomicBool, Mutex, Ordering};
 use crate::wait::doorbell::{Doorbell, Wake};
 use std::collections::HashMap;
 use std::sync::{OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The prefetch threads' name (one per process shared by every tag, plus one per store
-/// of a [`ResidueSegmentGenerator`](crate::ResidueSegmentGenerator)).
+/// of a live [`ResidueSegmentGenerator`](crate::ResidueSegmentGenerator)).
 pub const PREFETCH_THREAD_NAME: &str = "uidgen-segment-prefetch";
 
 /// The prefetch thread's side: the tags it tops up, the stores' health, and its doorbell.
@@ -33,57 +34,64 @@ impl std::fmt::Debug for Prefetcher {
 }
 
 impl Prefetcher {
-    /// The process's shared prefetcher, its thread started on first use.
-    pub(super) fn get() -> Result<&'static Prefetcher, Arc<std::io::Error>> {
-        static PREFETCHER: OnceLock<Result<&'static Prefetcher, Arc<std::io::Error>>> =
-            OnceLock::new();
+    /// The process's shared prefetcher, its thread started on first use (and never
+    /// ended).
+    pub(super) fn get() -> Result<Arc<Prefetcher>, Arc<std::io::Error>> {
+        static PREFETCHER: OnceLock<Result<Arc<Prefetcher>, Arc<std::io::Error>>> = OnceLock::new();
         PREFETCHER.get_or_init(Self::spawn).clone()
     }
 
-    /// A prefetcher of its own for the store `describe` names (one per store in the
-    /// process, started on first use): a store that hangs then holds up only its own
-    /// fetches. For generators whose point is to ride out one store's outage.
-    pub(super) fn for_store(describe: &str) -> Result<&'static Prefetcher, Arc<std::io::Error>> {
-        static BY_STORE: OnceLock<Mutex<HashMap<String, &'static Prefetcher>>> = OnceLock::new();
+    /// A prefetcher of its own for the store `describe` names, shared by the generators
+    /// on that store that ask for it: a store that hangs then holds up only its own
+    /// fetches. Its thread ends once no generator holds it. For generators whose point
+    /// is to ride out one store's outage.
+    pub(super) fn for_store(describe: &str) -> Result<Arc<Prefetcher>, Arc<std::io::Error>> {
+        static BY_STORE: OnceLock<Mutex<HashMap<String, Weak<Prefetcher>>>> = OnceLock::new();
         let mut by_store = lock(BY_STORE.get_or_init(Default::default));
-        if let Some(prefetcher) = by_store.get(describe) {
+        by_store.retain(|_, prefetcher| prefetcher.strong_count() > 0);
+        if let Some(prefetcher) = by_store.get(describe).and_then(Weak::upgrade) {
             return Ok(prefetcher);
         }
         let prefetcher = Self::spawn()?;
-        by_store.insert(describe.to_owned(), prefetcher);
+        by_store.insert(describe.to_owned(), Arc::downgrade(&prefetcher));
         Ok(prefetcher)
     }
 
-    /// Starts a prefetch thread. Leaked on purpose: it lives as long as the process, and
-    /// there is one shared plus at most one per store.
-    fn spawn() -> Result<&'static Prefetcher, Arc<std::io::Error>> {
-        let (sender, receiver) = std::sync::mpsc::channel::<&'static Prefetcher>();
+    /// Starts a prefetch thread; it runs rounds until no one but itself holds the
+    /// prefetcher (checked at least every `LOOK_EVERY`).
+    fn spawn() -> Result<Arc<Prefetcher>, Arc<std::io::Error>> {
+        let (sender, receiver) = std::sync::mpsc::channel::<Weak<Prefetcher>>();
         let thread = thread::Builder::new()
             .name(PREFETCH_THREAD_NAME.into())
             .spawn(move || {
-                if let Ok(prefetcher) = receiver.recv() {
+                let Ok(prefetcher) = receiver.recv() else {
+                    return;
+                };
+                let mut look_again = LOOK_EVERY;
+                while let Some(prefetcher) = prefetcher.upgrade() {
                     // Every tag on this thread depends on it: whatever panics in a
                     // round, the next round goes on.
-                    loop {
-                        let round = std::panic::catch_unwind(|| prefetcher.run());
-                        if let Err(panic) = round {
-                            tracing::error!(
-                                message = %crate::sync::panic_message(&*panic),
-                                "the segment prefetch thread panicked; going on"
-                            );
-                        }
-                    }
+                    let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        prefetcher.round(look_again)
+                    }));
+                    look_again = round.unwrap_or_else(|panic| {
+                        tracing::error!(
+                            message = %crate::sync::panic_message(&*panic),
+                            "the segment prefetch thread panicked; going on"
+                        );
+                        LOOK_EVERY
+                    });
                 }
             })
             .map_err(Arc::new)?;
-        let prefetcher: &'static Prefetcher = Box::leak(Box::new(Prefetcher {
+        let prefetcher = Arc::new(Prefetcher {
             tags: Mutex::new(Vec::new()),
             urgent: AtomicBool::new(false),
             stores: Mutex::new(HashMap::new()),
             doorbell: Doorbell::default(),
             thread: thread.thread().clone(),
-        }));
-        let _ = sender.send(prefetcher);
+        });
+        let _ = sender.send(Arc::downgrade(&prefetcher));
         Ok(prefetcher)
     }
 
@@ -119,43 +127,43 @@ impl Prefetcher {
         self.ring();
     }
 
-    fn run(&self) {
+    /// One round: waits for the doorbell or `look_again`, then tops up every tag;
+    /// returns when to look again at the latest.
+    fn round(&self, look_again: Duration) -> Duration {
         let never = AtomicBool::new(false);
+        let wake = self
+            .doorbell
+            .wait(&never, Some(Instant::now() + look_again));
         let mut look_again = LOOK_EVERY;
-        loop {
-            let wake = self
-                .doorbell
-                .wait(&never, Some(Instant::now() + look_again));
-            look_again = LOOK_EVERY;
-            if wake == Wake::Rung {
-                self.doorbell.answer();
+        if wake == Wake::Rung {
+            self.doorbell.answer();
+        }
+        let mut live: Vec<Arc<Tag>> = {
+            let mut tags = lock(&self.tags);
+            tags.retain(|t| t.strong_count() > 0);
+            tags.iter().filter_map(Weak::upgrade).collect()
+        };
+        // Tags whose takers wait first (popped from the end): a slow store elsewhere
+        // should not come before them, and a tag that runs empty during the round
+        // moves up.
+        // Keys read once: a tag's emptiness changes while takers take, and a sort
+        // whose order changes under it may panic.
+        live.sort_by_cached_key(|tag| tag.is_empty());
+        self.urgent.store(false, Ordering::Relaxed);
+        while let Some(tag) = live.pop() {
+            // A store of the user's that panics must not end prefetching for every
+            // tag: the panic counts as that store's failure.
+            let topped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                tag.top_up(Instant::now(), &self.urgent)
+            }));
+            match topped {
+                Ok(again) => look_again = look_again.min(again),
+                Err(panic) => tag.store_panicked(panic.as_ref()),
             }
-            let mut live: Vec<Arc<Tag>> = {
-                let mut tags = lock(&self.tags);
-                tags.retain(|t| t.strong_count() > 0);
-                tags.iter().filter_map(Weak::upgrade).collect()
-            };
-            // Tags whose takers wait first (popped from the end): a slow store elsewhere
-            // should not come before them, and a tag that runs empty during the round
-            // moves up.
-            // Keys read once: a tag's emptiness changes while takers take, and a sort
-            // whose order changes under it may panic.
-            live.sort_by_cached_key(|tag| tag.is_empty());
-            self.urgent.store(false, Ordering::Relaxed);
-            while let Some(tag) = live.pop() {
-                // A store of the user's that panics must not end prefetching for every
-                // tag: the panic counts as that store's failure.
-                let topped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tag.top_up(Instant::now(), &self.urgent)
-                }));
-                match topped {
-                    Ok(again) => look_again = look_again.min(again),
-                    Err(panic) => tag.store_panicked(panic.as_ref()),
-                }
-                if self.urgent.swap(false, Ordering::Relaxed) {
-                    live.sort_by_cached_key(|tag| tag.is_empty());
-                }
+            if self.urgent.swap(false, Ordering::Relaxed) {
+                live.sort_by_cached_key(|tag| tag.is_empty());
             }
         }
+        look_again
     }
 }

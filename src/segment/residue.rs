@@ -255,7 +255,8 @@ fn retry_in_background(inner: Weak<Inner>, index: usize) {
 /// - **Available**: a take tries the stores in turn (starting one further each time, so
 ///   load spreads) and returns the first fetched ID; a store that is down only loses its
 ///   share. Each store's ranges are fetched by a thread of that store's own (one per
-///   store in the process), so a store that hangs never delays another's fetches. A store
+///   store in the process, ended once no generator uses it), so a store that hangs
+///   never delays another's fetches. A store
 ///   that does not answer at start is retried in the background.
 /// - **Not ordered**: IDs from two stores interleave; each store's IDs increase.
 ///
