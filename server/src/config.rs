@@ -32,6 +32,18 @@ pub const ENV_VARIABLES: [&str; 11] = [
 ];
 /// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
 pub const SNOWFLAKE_GRANT: &str = "@snowflake";
+/// The names token grants give routes, which no segment tag may take.
+pub(crate) const GRANT_NAMES: [&str; 2] = [SNOWFLAKE_GRANT, OPAQUE_GRANT];
+
+/// The library's tag rule (`uidgen::check_segment_tag`): on a tag that breaks it, what a
+/// tag must look like.
+pub(crate) fn check_tag(tag: &str) -> Result<(), String> {
+    uidgen::check_segment_tag(tag).map_err(|e| match e {
+        uidgen::StoreError::InvalidName { rule, .. } => rule.to_owned(),
+        other => other.to_string(),
+    })
+}
+
 /// The most stores one residue tag may have.
 pub const MAX_RESIDUE_STORES: usize = 64;
 /// The opaque-ID decoding route's name in token grants (`TOKEN=@opaque`).
@@ -550,14 +562,10 @@ impl Config {
                     .map(|t| ("residue_tags.tag", &t.tag)),
             );
         for (i, (field, tag)) in special.clone().enumerate() {
-            if let Err(e) = uidgen::check_segment_tag(tag) {
-                let rule = match e {
-                    uidgen::StoreError::InvalidName { rule, .. } => rule.to_owned(),
-                    other => other.to_string(),
-                };
+            if let Err(rule) = check_tag(tag) {
                 return Err(invalid(field, tag.chars().take(64).collect(), &rule));
             }
-            if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT || tag == "*" {
+            if GRANT_NAMES.contains(&tag.as_str()) || tag == "*" {
                 return Err(invalid(
                     field,
                     tag.clone(),

@@ -2,7 +2,7 @@
 //! ID, one segment generator per tag (made on first use), and ranges straight from the
 //! segment store for smart clients.
 
-use crate::config::{Config, OPAQUE_GRANT, SNOWFLAKE_GRANT};
+use crate::config::{Config, GRANT_NAMES, SNOWFLAKE_GRANT};
 use crate::error::{shown_tag, ApiError};
 use crate::metrics::Metrics;
 use axum::http::StatusCode;
@@ -273,7 +273,7 @@ impl Ids {
     /// Refuses ranges of a period tag (each ID carries its period, so a client cannot
     /// hand out IDs of its own from a range) and of a residue tag (its IDs come from
     /// several stores).
-    fn no_period_range(&self, tag: &str) -> Result<(), ApiError> {
+    fn no_ranges(&self, tag: &str) -> Result<(), ApiError> {
         let kind = if self.periods.contains_key(tag) {
             "a period tag (its IDs start with their period)"
         } else if self.residues.contains_key(tag) {
@@ -291,7 +291,7 @@ impl Ids {
     /// `[first, first + count)`. For clients that hand out IDs themselves.
     pub(crate) async fn range(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
         self.check_tag(tag)?;
-        self.no_period_range(tag)?;
+        self.no_ranges(tag)?;
         let first = self.range_once(tag, count).await;
         match first {
             Err(ApiError { status, .. })
@@ -307,7 +307,7 @@ impl Ids {
 
     /// The tag's base step as the store holds it (read once per tag).
     pub(crate) async fn tag_step(&self, tag: &str) -> Result<u64, ApiError> {
-        self.no_period_range(tag)?;
+        self.no_ranges(tag)?;
         if let Some(step) = read(&self.steps).get(tag) {
             return Ok(*step);
         }
@@ -357,14 +357,10 @@ impl Ids {
 
     /// Refuses a tag no store can hold before any store call.
     fn check_tag(&self, tag: &str) -> Result<(), ApiError> {
-        uidgen::check_segment_tag(tag).map_err(|e| {
-            let rule = match e {
-                StoreError::InvalidName { rule, .. } => rule.to_owned(),
-                other => other.to_string(),
-            };
+        crate::config::check_tag(tag).map_err(|rule| {
             ApiError::bad_request(format!("the tag {} cannot be used", shown_tag(tag)), rule)
         })?;
-        if tag == SNOWFLAKE_GRANT || tag == OPAQUE_GRANT {
+        if GRANT_NAMES.contains(&tag) {
             return Err(ApiError::bad_request(
                 format!("{tag} names a route in token grants, not a segment tag"),
                 "a tag the store holds",

@@ -43,9 +43,17 @@ impl Period {
             .and_then(DateTime::from_timestamp_millis)
             .unwrap_or_default()
             .with_timezone(&offset);
-        let (year, month) = (u64::try_from(at.year()).unwrap_or(0), u64::from(at.month()));
+        self.of(&at)
+    }
+
+    /// The period's number of a date: `yyyyMMdd` or `yyyyMM`.
+    fn of(self, date: &impl Datelike) -> u64 {
+        let (year, month) = (
+            u64::try_from(date.year()).unwrap_or(0),
+            u64::from(date.month()),
+        );
         match self {
-            Period::Day => (year * 100 + month) * 100 + u64::from(at.day()),
+            Period::Day => (year * 100 + month) * 100 + u64::from(date.day()),
             Period::Month => year * 100 + month,
         }
     }
@@ -236,13 +244,7 @@ impl Shared {
             Period::Day => date.and_then(|d| d.succ_opt()),
             Period::Month => date.and_then(|d| d.checked_add_months(chrono::Months::new(1))),
         };
-        next.map_or(u64::MAX, |d| {
-            let ym = u64::try_from(d.year()).unwrap_or(0) * 100 + u64::from(d.month());
-            match self.period {
-                Period::Day => ym * 100 + u64::from(d.day()),
-                Period::Month => ym,
-            }
-        })
+        next.map_or(u64::MAX, |d| self.period.of(&d))
     }
 
     /// A generator for `period`, or for the next period if another process has begun it

@@ -29,22 +29,23 @@ impl Serialize for AsStrings<'_> {
 /// How the answer writes IDs: numbers with strings in one form, or opaque public IDs
 /// only (never beside the numbers they hide).
 #[derive(Clone, Copy)]
-enum Form {
+enum Form<'a> {
     Plain(IdFormat),
-    Opaque,
+    Opaque(&'a uidgen::OpaqueIds),
 }
 
 /// The `format` parameter (default decimal): one of [`IdFormat`]'s names, or `opaque`
 /// when the service has keys.
-fn format_of(ids: &Ids, params: &Params) -> Result<Form, ApiError> {
+fn format_of<'a>(ids: &'a Ids, params: &Params) -> Result<Form<'a>, ApiError> {
     match params.get("format") {
         None => Ok(Form::Plain(IdFormat::Decimal)),
-        Some("opaque") if ids.opaque().is_some() => Ok(Form::Opaque),
-        Some("opaque") => Err(ApiError::bad_request(
-            "format = \"opaque\" cannot be used: this service has no opaque-ID keys",
-            "decimal, hex, base62 or base32 (opaque needs UIDGEN_OPAQUE_KEYS or \
-             opaque_keys_file)",
-        )),
+        Some("opaque") => ids.opaque().map(Form::Opaque).ok_or_else(|| {
+            ApiError::bad_request(
+                "format = \"opaque\" cannot be used: this service has no opaque-ID keys",
+                "decimal, hex, base62 or base32 (opaque needs UIDGEN_OPAQUE_KEYS or \
+                 opaque_keys_file)",
+            )
+        }),
         Some(name) => name
             .parse()
             .map(Form::Plain)
@@ -78,7 +79,6 @@ struct IdsBody<'a> {
 /// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
 /// `form`.
 fn answer(
-    service: &Ids,
     headers: &HeaderMap,
     tag: Option<&str>,
     ids: &[u64],
@@ -86,7 +86,7 @@ fn answer(
 ) -> Result<Response, ApiError> {
     let format = match form {
         Form::Plain(format) => format,
-        Form::Opaque => return opaque_answer(service, headers, tag, ids),
+        Form::Opaque(keys) => return opaque_answer(keys, headers, tag, ids),
     };
     if wants_text(headers) {
         let mut body = String::with_capacity(ids.len() * 20);
@@ -108,14 +108,11 @@ fn answer(
 
 /// Public IDs only: `{"count","key_version","ids":[…]}`, or one a line.
 fn opaque_answer(
-    service: &Ids,
+    keys: &uidgen::OpaqueIds,
     headers: &HeaderMap,
     tag: Option<&str>,
     ids: &[u64],
 ) -> Result<Response, ApiError> {
-    let keys = service
-        .opaque()
-        .ok_or_else(|| ApiError::unavailable("the opaque-ID keys are gone"))?;
     let public = ids
         .iter()
         .map(|&id| keys.encode(id))
@@ -160,7 +157,7 @@ pub(super) async fn snowflake(
     let form = format_of(&ids, &params)?;
     let out = ids.snowflake_ids(count).await?;
     ids.metrics.served("v1", SNOWFLAKE_GRANT, out.len());
-    answer(&ids, &headers, None, &out, form)
+    answer(&headers, None, &out, form)
 }
 
 /// `GET /v1/segment/{tag}?count=N`
@@ -176,7 +173,7 @@ pub(super) async fn segment(
     let form = format_of(&ids, &params)?;
     let out = ids.segment_ids(&tag, count).await?;
     ids.metrics.served("v1", &tag, out.len());
-    answer(&ids, &headers, Some(&tag), &out, form)
+    answer(&headers, Some(&tag), &out, form)
 }
 
 #[derive(Serialize)]
