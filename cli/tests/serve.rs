@@ -1,5 +1,6 @@
 //! `uidgen serve` as a process: SIGTERM gives back and releases, nothing logs a token,
-//! /readyz follows the store, and Tinyid's own Java client draws from two services.
+//! /readyz follows the store, and a Tinyid-protocol Java client written for these tests
+//! (server/tests/tinyid-protocol-client) draws from two services.
 
 mod common;
 #[path = "../../tests/support/relay.rs"]
@@ -7,9 +8,7 @@ mod relay;
 #[path = "../../tests/support/servers.rs"]
 mod servers;
 
-use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -258,28 +257,88 @@ fn readyz_is_503_naming_the_store_while_it_is_cut_and_200_when_it_is_back() {
     assert_eq!(status, 200);
 }
 
-/// Builds Tinyid's vendored client and our driver with javac.
-fn build_tinyid_client(out: &Path) {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/tests/tinyid-client/build.sh");
-    let status = Command::new("bash")
-        .arg(&script)
+/// Compiles the Tinyid-protocol client written for these tests, its driver and its
+/// self-check (server/tests/tinyid-protocol-client/src) into `out` with plain javac.
+#[cfg(feature = "mysql")]
+fn build_tinyid_protocol_client(out: &std::path::Path) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../server/tests/tinyid-protocol-client/src");
+    let mut sources: Vec<_> = std::fs::read_dir(&src)
+        .unwrap_or_else(|e| panic!("{}: {e}", src.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "java"))
+        .collect();
+    sources.sort();
+    assert!(!sources.is_empty(), "no Java sources in {}", src.display());
+    let status = Command::new("javac")
+        .args(["-encoding", "UTF-8", "-d"])
         .arg(out)
+        .args(&sources)
         .status()
-        .expect("bash runs");
-    assert!(
-        status.success(),
-        "building Tinyid's Java client failed (JDK 17's javac is needed: apt-get install openjdk-17-jdk-headless)"
-    );
+        .unwrap_or_else(|e| panic!("javac does not run ({e}): {JDK_NEEDED}"));
+    assert!(status.success(), "javac failed on {}", src.display());
+}
+
+#[cfg(feature = "mysql")]
+const JDK_NEEDED: &str = "JDK 17's javac is needed: apt-get install openjdk-17-jdk-headless";
+
+/// A segment the client fetched, from the driver's `segment SERVER c,l,m,d,r THREAD` line.
+#[cfg(feature = "mysql")]
+struct FetchedSegment {
+    server: String,
+    current_id: u64,
+    max_id: u64,
+    delta: u64,
+    remainder: u64,
+    ahead: bool,
+}
+
+#[cfg(feature = "mysql")]
+fn fetched_segments(stderr: &str) -> Vec<FetchedSegment> {
+    stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("segment "))
+        .map(|rest| {
+            let fields: Vec<&str> = rest.split(' ').collect();
+            assert_eq!(fields.len(), 3, "a segment line {rest:?}");
+            let numbers: Vec<u64> = fields[1]
+                .split(',')
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .unwrap_or_else(|_| panic!("a segment line {rest:?}"));
+            assert_eq!(numbers.len(), 5, "a segment line {rest:?}");
+            FetchedSegment {
+                server: fields[0].to_owned(),
+                current_id: numbers[0],
+                max_id: numbers[2],
+                delta: numbers[3],
+                remainder: numbers[4],
+                ahead: fields[2].starts_with("tinyid-preload-"),
+            }
+        })
+        .collect()
 }
 
 #[cfg(feature = "mysql")]
 #[test]
-fn tinyids_own_java_client_draws_distinct_ids_from_two_services_on_one_mariadb() {
+fn a_tinyid_protocol_client_written_here_draws_distinct_ids_from_two_services_on_one_mariadb() {
     let classes = tempfile::tempdir().unwrap();
-    build_tinyid_client(classes.path());
+    build_tinyid_protocol_client(classes.path());
+    let classpath = classes.path().to_str().unwrap();
+    // The client's own checks against fake servers: alignment, preload, failover.
+    let check = Command::new("java")
+        .args(["-cp", classpath, "TinyidProtocolSelfCheck"])
+        .output()
+        .expect("java runs");
+    assert!(
+        check.status.success(),
+        "the client's self-check failed: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+
     let tag = format!("tinyid-{}", servers::random_suffix());
-    const TOKEN: &str = "tinyid-client-token-0123456789";
+    const TOKEN: &str = "tinyid-protocol-token-0123456789";
     let tokens = format!("{TOKEN}={tag}");
     let store = servers::mysql_url();
     let envs = [("UIDGEN_TOKENS", tokens.as_str())];
@@ -290,7 +349,7 @@ fn tinyids_own_java_client_draws_distinct_ids_from_two_services_on_one_mariadb()
     let clients: Vec<Child> = (0..processes)
         .map(|_| {
             Command::new("java")
-                .args(["-cp", classes.path().to_str().unwrap(), "TinyidDriver"])
+                .args(["-cp", classpath, "TinyidProtocolDriver"])
                 .args([&servers, TOKEN, &tag])
                 .args([threads.to_string(), per_thread.to_string()])
                 .stdout(Stdio::piped())
@@ -299,26 +358,74 @@ fn tinyids_own_java_client_draws_distinct_ids_from_two_services_on_one_mariadb()
                 .expect("java runs")
         })
         .collect();
-    let mut seen = HashSet::new();
-    let mut total = 0usize;
+    let mut ids = Vec::with_capacity(processes * threads * per_thread);
+    let mut segments = Vec::new();
     for client in clients {
         let out = client.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             out.status.success(),
-            "Tinyid's client failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            "the Tinyid-protocol client failed: {stderr}"
         );
+        segments.extend(fetched_segments(&stderr));
         for line in String::from_utf8(out.stdout).unwrap().lines() {
             let id: u64 = line
                 .parse()
                 .unwrap_or_else(|_| panic!("not an ID: {line:?}"));
-            assert!(seen.insert(id), "ID {id} handed out twice");
-            total += 1;
+            ids.push(id);
         }
     }
-    assert_eq!(total, processes * threads * per_thread);
+    assert_eq!(ids.len(), processes * threads * per_thread);
+    let mut seen = std::collections::HashSet::new();
+    for &id in &ids {
+        assert!(seen.insert(id), "ID {id} handed out twice");
+    }
+    // The ranges the two services handed out never overlap, and every ID lies in one the
+    // client fetched, aligned as the service said (a plain tag: delta 1, remainder 0).
+    segments.sort_by_key(|s| s.current_id);
+    for pair in segments.windows(2) {
+        assert!(
+            pair[0].max_id <= pair[1].current_id,
+            "ranges ({}, {}] and ({}, {}] overlap",
+            pair[0].current_id,
+            pair[0].max_id,
+            pair[1].current_id,
+            pair[1].max_id
+        );
+    }
+    for &id in &ids {
+        assert!(id > 0, "ID {id}");
+        let at = segments.partition_point(|s| s.current_id < id);
+        let segment = at
+            .checked_sub(1)
+            .map(|i| &segments[i])
+            .filter(|s| id <= s.max_id)
+            .unwrap_or_else(|| panic!("ID {id} is in no range the client fetched"));
+        assert_eq!(
+            id % segment.delta,
+            segment.remainder,
+            "ID {id} is not ≡ {} (mod {})",
+            segment.remainder,
+            segment.delta
+        );
+    }
+    let ahead = segments.iter().filter(|s| s.ahead).count();
+    assert!(
+        ahead > 0,
+        "the client never fetched a range ahead, in the background"
+    );
+    eprintln!(
+        "{} distinct IDs from {} ranges ({ahead} fetched ahead)",
+        ids.len(),
+        segments.len()
+    );
     // Both services handed out ranges (the client picks a server at random per fetch).
     for server in [&a, &b] {
+        let address = format!("127.0.0.1:{}", server.port());
+        assert!(
+            segments.iter().any(|s| s.server == address),
+            "the client fetched nothing from {address}"
+        );
         let (_, metrics) = curl(&[&server.url("/metrics")]);
         let served = metrics
             .lines()

@@ -76,7 +76,7 @@ fn tinyid_routes_answer_tinyids_bodies_by_get_and_by_form_post() {
             ids[0], ids[1], ids[2]
         )
     );
-    // A form body, as Tinyid's own client sends, on any method.
+    // A form body, as a Tinyid-protocol client may send, on any method.
     let answer = curl(&[
         "-X",
         "POST",
