@@ -3,6 +3,8 @@
 #   1. UIDGEN_REDIS_URL already set: use it as it is.
 #   2. A server answers at 127.0.0.1:6379: use redis://127.0.0.1:6379.
 #   3. redis-server is installed: start a private one (no persistence) on a free port.
+# Both servers keep nothing on disk, which uidgen refuses unless the URL says
+# ?accept_data_loss=true: the URLs exported here do.
 #   4. Running as root with apt-get: install redis-server (without starting its
 #      service), then as 3.
 #   5. Otherwise: stop, saying what to install.
@@ -61,7 +63,7 @@ start_private_redis() {
         sleep 0.1
         waited=$((waited + 1))
     done
-    export UIDGEN_REDIS_URL="redis://127.0.0.1:$port"
+    export UIDGEN_REDIS_URL="redis://127.0.0.1:$port/?accept_data_loss=true"
 }
 
 ensure_redis() {
@@ -72,7 +74,7 @@ ensure_redis() {
         fi
         if port_answers 127.0.0.1 6379; then
             echo "redis: using the server at 127.0.0.1:6379"
-            export UIDGEN_REDIS_URL="redis://127.0.0.1:6379"
+            export UIDGEN_REDIS_URL="redis://127.0.0.1:6379/?accept_data_loss=true"
             return 0
         fi
     fi

@@ -152,6 +152,11 @@ pub use snowflake::{
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RollbackStrategy,
     DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
+#[cfg(feature = "sqlite")]
+pub use store::guard::default_store_memory_dir;
+pub use store::guard::{
+    data_loss_events, last_data_loss, remember_stores_in, RepairReport, REPAIR_MARGIN,
+};
 pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
 pub use store::redact_url;

@@ -34,7 +34,7 @@ fn url(kind: StoreKind, host: &str, mode: &str, ca: &str) -> String {
             var("UIDGEN_POSTGRES_TLS_PORT")
         ),
         _ => format!(
-            "rediss://{host}:{}/?cacert={ca}",
+            "rediss://{host}:{}/?cacert={ca}&accept_data_loss=true",
             var("UIDGEN_REDIS_TLS_PORT")
         ),
     }

@@ -81,6 +81,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: SegmentAction,
     },
+    /// Look after a store: after a restore, a failover or a restart that lost data,
+    /// `store repair` raises it past every ID handed out, so services can start again.
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+    },
     /// Show a layout, its capacity and when it runs out.
     Layout {
         /// Print one JSON object.
@@ -195,6 +201,33 @@ pub(crate) enum SegmentAction {
         /// Free text stored with the tag.
         #[arg(long, default_value = "")]
         description: String,
+        /// Create it even below what this store or machine knows it handed out before
+        /// (refused by default, naming what was handed out): only when those IDs are gone.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        store: SegmentStoreArgs,
+    },
+}
+
+/// What `store` does.
+#[derive(Subcommand)]
+pub(crate) enum StoreAction {
+    /// After a restore (or any loss of data, once checked): raise every segment counter by
+    /// --margin above itself and above every range end known (the store's records, this
+    /// machine's memory), create again the tags known to be gone above what they handed
+    /// out, start every worker ID's time mark at least --ahead past now, and give the
+    /// store a new identity that replaces the old, so processes that refused it take from
+    /// it again. Run it once, then start the services.
+    Repair {
+        /// How far above each counter to raise it (more than any range a process may
+        /// still hold).
+        #[arg(long, default_value_t = uidgen::REPAIR_MARGIN, value_name = "IDS")]
+        margin: u64,
+        /// The largest time any process borrowed ahead of the clock, in seconds (`uidgen
+        /// serve` caps it at 5 s by default): every lease starts at least this far ahead.
+        #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_sample)]
+        ahead: Duration,
         #[command(flatten)]
         store: SegmentStoreArgs,
     },

@@ -51,6 +51,7 @@ pub fn run(
         Ok(cli) => cli,
         Err(err) => return clap_message(&err, stdout, &mut stderr),
     };
+    uidgen::remember_stores_in(store_memory_dir(env));
     match commands::execute(cli.command, env, stdin, stdout, &mut stderr) {
         Ok(code) => code,
         Err(Failure::ClosedPipe) => SUCCESS,
@@ -66,6 +67,22 @@ pub fn run(
             FAILURE
         }
     }
+}
+
+/// Where the command remembers what it saw of each store (uidgen's defence against a
+/// store that loses data): `UIDGEN_STATE_DIR`, else `stores/` beside the embedded store's
+/// file (`UIDGEN_WORKER_DB`'s folder, else the user's data folder).
+fn store_memory_dir(env: Env) -> Option<std::path::PathBuf> {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(dir) = set("UIDGEN_STATE_DIR") {
+        return Some(dir.into());
+    }
+    if let Some(file) = set(uidgen::WORKER_DB_ENV) {
+        return std::path::Path::new(&file)
+            .parent()
+            .map(|dir| dir.join("stores"));
+    }
+    uidgen::default_store_memory_dir()
 }
 
 /// Help and version go to stdout with status 0; usage errors to stderr with status 2.

@@ -428,7 +428,12 @@ impl StoreChoice {
     /// Opens the store, through the library's one URL parser: the embedded file, or
     /// whatever `--store` names (a typo is refused, never taken for a file).
     pub(crate) fn open<T: OpenStore>(&self) -> Result<T, Failure> {
-        let url = match self {
+        Ok(T::open(&self.url()?)?)
+    }
+
+    /// The store's URL, through the library's one URL parser.
+    pub(crate) fn url(&self) -> Result<StoreUrl, Failure> {
+        Ok(match self {
             StoreChoice::Embedded(Some(path)) => StoreUrl::sqlite(path.clone())?,
             // In the binary UIDGEN_WORKER_DB is unset or empty here (a value was taken
             // above), so this is the user's data folder.
@@ -442,8 +447,7 @@ impl StoreChoice {
                 StoreUrl::sqlite(path)?
             }
             StoreChoice::Url(url) => StoreUrl::parse(url)?,
-        };
-        Ok(T::open(&url)?)
+        })
     }
 }
 

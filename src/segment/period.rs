@@ -320,6 +320,9 @@ impl SegmentStore for PeriodRows {
     fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
         self.shared.store.give_back(tag, from, to)
     }
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        self.shared.store.raise(tag, from, to)
+    }
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         self.shared.store.tag(tag)
     }

@@ -43,6 +43,13 @@ pub trait LeaseStore: Send + Sync + fmt::Debug + 'static {
 
     /// Every worker ID the store knows, lowest first.
     fn leases(&self) -> Result<Vec<LeaseRecord>, StoreError>;
+
+    /// Runs `hook` with the reason as soon as the store is found to have lost data (its
+    /// identity changed or vanished), so a lease on it stops at once rather than at its
+    /// next renewal. Stores without such checks never call it.
+    fn on_data_loss(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
+        let _ = hook;
+    }
 }
 
 /// What [`LeaseStore::acquire`] is asked for.
@@ -153,6 +160,9 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Box<S> {
     }
     fn leases(&self) -> Result<Vec<LeaseRecord>, StoreError> {
         (**self).leases()
+    }
+    fn on_data_loss(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
+        (**self).on_data_loss(hook)
     }
 }
 

@@ -4,6 +4,7 @@
 //! Every network step has a bound, name resolution included; every error names the store
 //! and what to do; no error, `Debug` or log output shows a password.
 
+pub(crate) mod guard;
 pub(crate) mod lease;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
@@ -342,6 +343,19 @@ pub enum StoreError {
         tag: String,
         /// What is wrong, with the limit.
         problem: String,
+    },
+    /// The store lost data that IDs already handed out depend on (its identity changed or
+    /// vanished, a counter or a lease row went back or away), or creating a tag would
+    /// repeat IDs it handed out: nothing more is taken from it that could repeat an ID.
+    /// `what` says what was found and what to do (`uidgen store repair`, after a check).
+    #[error("{store} store {location}: {what}")]
+    DataLost {
+        /// The kind of store.
+        store: &'static str,
+        /// The store, as its records' place says it (never with a password).
+        location: String,
+        /// What was found, the highest IDs or marks known, and what to do.
+        what: String,
     },
     /// Any other failure of the store.
     #[error("{store} error at {location} while {step}")]

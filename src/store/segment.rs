@@ -41,6 +41,21 @@ pub trait SegmentStore: Send + Sync + fmt::Debug + 'static {
     /// `from`, that is, no one allocated after the caller; `Ok(true)` if it was set.
     fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError>;
 
+    /// Raises `tag`'s counter from `from` to `to` (`to > from`), only if it is still
+    /// `from`; `Ok(true)` if it was set. Used to move a store that went back (restored,
+    /// rolled back) past the IDs it handed out already; never lowers a counter.
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        let _ = (from, to);
+        Err(StoreError::Unexpected {
+            store: self.kind().name(),
+            location: self.describe(),
+            step: "raising a counter",
+            what: format!(
+                "this store cannot raise tag {tag:?}'s counter (implement SegmentStore::raise)"
+            ),
+        })
+    }
+
     /// One tag's row, `None` if it does not exist.
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError>;
 
@@ -101,6 +116,9 @@ impl<S: SegmentStore + ?Sized> SegmentStore for $wrapper<S> {
     fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
         (**self).give_back(tag, from, to)
     }
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        (**self).raise(tag, from, to)
+    }
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         (**self).tag(tag)
     }
@@ -145,6 +163,14 @@ macro_rules! segment_store_over_steps {
                 to: u64,
             ) -> Result<bool, $crate::store::StoreError> {
                 self.$steps.give_back(tag, from, to)
+            }
+            fn raise(
+                &self,
+                tag: &str,
+                from: u64,
+                to: u64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                self.$steps.raise(tag, from, to)
             }
             fn tag(
                 &self,

@@ -62,6 +62,8 @@ pub struct StoreUrl {
     /// The bound on each network step (the wait for the file's lock, for SQLite), if not
     /// the store's default.
     timeout: Option<std::time::Duration>,
+    /// Creating a tag below what it handed out before is allowed.
+    force_create: bool,
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -119,6 +121,7 @@ impl StoreUrl {
             kind,
             target: Target::Url(text.to_owned()),
             timeout: None,
+            force_create: false,
         };
         url.check_network()?;
         Ok(url)
@@ -135,6 +138,7 @@ impl StoreUrl {
             kind: StoreKind::Sqlite,
             target: Target::File(path),
             timeout: None,
+            force_create: false,
         })
     }
 
@@ -189,6 +193,7 @@ impl StoreUrl {
             kind: StoreKind::Sqlite,
             target: Target::File(path.to_owned()),
             timeout: None,
+            force_create: false,
         })
     }
 
@@ -216,6 +221,12 @@ impl StoreUrl {
         /// SQLite the wait for another process holding the file (default 10 s).
         #[must_use]
         timeout(timeout: std::time::Duration) => self.timeout = Some(timeout);
+
+        /// Lets the segment stores opened from now on create a tag again below what it
+        /// handed out before (refused by default, naming the evidence): only when you
+        /// know those IDs are gone (`uidgen segment create --force`).
+        #[must_use]
+        force_create(force: bool) => self.force_create = force;
     }
 
     /// Which engine it names.
@@ -264,6 +275,37 @@ impl StoreUrl {
         &self,
         name: Option<&str>,
     ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
+        let inner = self.raw_lease(name)?;
+        Ok(match self.records()? {
+            Some(records) => Box::new(super::guard::GuardedLeases {
+                inner,
+                shared: super::guard::Shared::of(records),
+                scope: name.unwrap_or(DEFAULT_SCOPE).to_owned(),
+            }),
+            None => inner,
+        })
+    }
+
+    fn open_segment(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
+        let inner = self.raw_segment(name)?;
+        Ok(match self.records()? {
+            Some(records) => Box::new(super::guard::GuardedSegments {
+                inner,
+                shared: super::guard::Shared::of(records),
+                scope: name.unwrap_or(DEFAULT_SCOPE).to_owned(),
+                force_create: self.force_create,
+            }),
+            None => inner,
+        })
+    }
+
+    fn raw_lease(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
         open_store!(
             self,
             name,
@@ -274,7 +316,8 @@ impl StoreUrl {
         )
     }
 
-    fn open_segment(
+    /// The segment store without the data-loss checks (for a repair).
+    fn raw_segment(
         &self,
         name: Option<&str>,
     ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
@@ -287,7 +330,96 @@ impl StoreUrl {
             RedisSegmentStore
         )
     }
+
+    /// The store's own records (its identity and floors), on the engines that keep them.
+    fn records(&self) -> Result<Option<Box<dyn super::guard::RecordSteps>>, StoreError> {
+        #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
+        use super::sql::records::{SqlRecords, RECORDS_TABLE};
+        match (&self.target, self.kind) {
+            #[cfg(feature = "sqlite")]
+            (Target::File(path), _) => {
+                let mut conn = super::sqlite::SqliteConn::new(
+                    path.clone(),
+                    super::sql::records::SQLITE_RECORDS_SCHEMA,
+                    RECORDS_TABLE,
+                );
+                if let Some(timeout) = self.timeout {
+                    conn = conn.busy_timeout(timeout);
+                }
+                Ok(Some(Box::new(SqlRecords {
+                    conn,
+                    table: RECORDS_TABLE.into(),
+                })))
+            }
+            #[cfg(feature = "mysql")]
+            (Target::Url(raw), StoreKind::MySql) => {
+                let mut conn = super::mysql::MySqlConn::new(
+                    raw,
+                    super::sql::records::MYSQL_RECORDS_SCHEMA,
+                    RECORDS_TABLE,
+                )?;
+                if let Some(timeout) = self.timeout {
+                    conn = conn.with_timeout(timeout);
+                }
+                Ok(Some(Box::new(SqlRecords {
+                    conn,
+                    table: RECORDS_TABLE.into(),
+                })))
+            }
+            #[cfg(feature = "postgres")]
+            (Target::Url(raw), StoreKind::Postgres) => {
+                let mut conn = super::postgres::PgConn::new(
+                    raw,
+                    super::sql::records::POSTGRES_RECORDS_SCHEMA,
+                    RECORDS_TABLE,
+                )?;
+                if let Some(timeout) = self.timeout {
+                    conn = conn.with_timeout(timeout);
+                }
+                Ok(Some(Box::new(SqlRecords {
+                    conn,
+                    table: RECORDS_TABLE.into(),
+                })))
+            }
+            #[cfg(feature = "redis")]
+            (Target::Url(raw), StoreKind::Redis) => {
+                let mut conn = super::redis::RedisConn::new(raw)?;
+                if let Some(timeout) = self.timeout {
+                    conn = conn.with_timeout(timeout);
+                }
+                Ok(Some(Box::new(super::redis::records::RedisRecords { conn })))
+            }
+            #[allow(unreachable_patterns)]
+            _ => Ok(None),
+        }
+    }
+
+    /// After a restore, a failover or any loss of data (and after checking the store):
+    /// raises every segment counter (default table or prefix) by `margin` above itself
+    /// and above every floor known (the store's records, this machine's memory), creates
+    /// again the tags known to be gone above what they handed out, makes every lease
+    /// start at least `ahead` past now (the largest time borrowed ahead of the clock),
+    /// and gives the store a new identity that replaces the old, so processes that
+    /// refused it take from it again. `uidgen store repair` runs it.
+    pub fn repair(
+        &self,
+        margin: u64,
+        ahead: std::time::Duration,
+    ) -> Result<super::guard::RepairReport, StoreError> {
+        let records = self.records()?.ok_or_else(|| StoreError::Unexpected {
+            store: self.kind.name(),
+            location: self.to_string(),
+            step: "repairing",
+            what: "this build keeps no records in such a store".into(),
+        })?;
+        let shared = super::guard::Shared::of(records);
+        let segments = self.raw_segment(None)?;
+        super::guard::repair(&shared, &*segments, DEFAULT_SCOPE, margin, ahead)
+    }
 }
+
+/// The scope of a store opened in its default table or key prefix.
+const DEFAULT_SCOPE: &str = "default";
 
 /// Opens `$url`'s store of one family (the four engines' lease stores, or their segment
 /// stores: the same builder methods), in table or key prefix `$name` if given, with the

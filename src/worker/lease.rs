@@ -175,6 +175,14 @@ impl WorkerLeaseBuilder {
             }
             Err(e) => return Err(e.into()),
         }
+        // A store found to have lost data stops the lease at once, not at its renewal.
+        let state = Arc::downgrade(&lease.inner.state);
+        lease.inner.store.on_data_loss(Box::new(move |why| {
+            if let Some(state) = state.upgrade() {
+                tracing::error!("uidgen stops starting new ticks: {why}");
+                state.revoke(why.to_owned());
+            }
+        }));
         let mut lease = lease;
         let inner = Arc::clone(&lease.inner);
         let deadline = started + self.ttl;
@@ -589,6 +597,12 @@ impl Inner {
                         self.worker_id,
                         self.store.describe()
                     );
+                    tracing::error!("uidgen stops starting new ticks: {why}");
+                    self.state.revoke(why);
+                    return;
+                }
+                Waited::Answered(Err(WorkerIdError::Store(e @ StoreError::DataLost { .. }))) => {
+                    let why = e.to_string();
                     tracing::error!("uidgen stops starting new ticks: {why}");
                     self.state.revoke(why);
                     return;

@@ -70,6 +70,19 @@ pub(crate) fn execute(
             let store = StoreChoice::from_option(action.store(), env);
             segment::run(&action, &store, stdout, stderr)
         }
+        Command::Store { action } => {
+            let crate::args::StoreAction::Repair {
+                margin,
+                ahead,
+                store,
+            } = action;
+            let url = StoreChoice::from_option(store.store.as_deref(), env).url()?;
+            let report = url.repair(margin, ahead)?;
+            let mut out = Lines::new(stdout);
+            out.line(format_args!("repaired {url}:\n{report}"))?;
+            out.flush()?;
+            Ok(crate::SUCCESS)
+        }
         Command::Layout { json, layout } => layout::run(json, &layout, stdout),
         Command::Bench(args) => {
             // The command line's own checks first: a misplaced option is a usage error.

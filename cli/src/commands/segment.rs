@@ -18,7 +18,12 @@ pub(super) fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<u8, Failure> {
-    let store: Box<dyn SegmentStore> = store.open()?;
+    let store: Box<dyn SegmentStore> = match action {
+        SegmentAction::Create { force: true, .. } => {
+            store.url()?.force_create(true).segment_store()?
+        }
+        _ => store.open()?,
+    };
     match action {
         SegmentAction::Next {
             tag,

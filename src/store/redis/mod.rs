@@ -4,6 +4,7 @@
 //! atomicity, following the one lease algorithm) and the segment counters.
 
 mod lease;
+pub(crate) mod records;
 mod segment;
 
 pub use self::lease::RedisLeaseStore;
@@ -15,7 +16,8 @@ use std::time::Duration;
 
 const STORE: &str = "Redis";
 const EXPECTED: &str = "redis://[[user]:password@]host[:port][/db], or rediss:// for TLS \
-     (optionally ?cacert=PATH, the only CA trusted)";
+     (optionally ?cacert=PATH, the only CA trusted; ?accept_data_loss=true for a server that \
+     keeps nothing on disk)";
 
 /// The server's clock in Unix milliseconds, as Lua: every script starts with it.
 pub(super) const LUA_NOW: &str = "local t = redis.call('TIME')
@@ -36,6 +38,8 @@ pub(crate) struct RedisConn {
     location: String,
     timeout: Duration,
     prefix: String,
+    /// A server that keeps nothing on disk is used anyway (the URL said so).
+    accept_data_loss: bool,
     conn: Arc<Mutex<Option<redis::Connection>>>,
 }
 
@@ -70,8 +74,16 @@ impl RedisConn {
                 .ok_or_else(|| invalid("the database after the / is not a number".into()))?
         };
         let mut tls = tls;
+        let mut accept_data_loss = false;
         for (key, value) in parsed.query_pairs() {
             match (key.as_ref(), tls.as_mut()) {
+                ("accept_data_loss", _) => {
+                    accept_data_loss = match value.to_ascii_lowercase().as_str() {
+                        "true" | "1" | "yes" | "on" => true,
+                        "false" | "0" | "no" | "off" => false,
+                        _ => return Err(invalid("accept_data_loss must be true or false".into())),
+                    }
+                }
                 ("cacert", Some(tls)) => {
                     tls.ca = Some(super::net::Tls::ca_file("cacert", &value).map_err(invalid)?)
                 }
@@ -80,7 +92,7 @@ impl RedisConn {
                 }
                 _ => {
                     return Err(invalid(format!(
-                        "unknown parameter {:?} (cacert is understood)",
+                        "unknown parameter {:?} (cacert and accept_data_loss are understood)",
                         if super::is_credential_key(&key) {
                             "***".into()
                         } else {
@@ -119,6 +131,7 @@ impl RedisConn {
             location,
             timeout: Duration::from_secs(5),
             prefix: String::new(),
+            accept_data_loss,
             conn: Arc::new(Mutex::new(None)),
         })
     }
@@ -189,7 +202,51 @@ impl RedisConn {
         conn.set_read_timeout(Some(self.timeout))
             .and_then(|()| conn.set_write_timeout(Some(self.timeout)))
             .map_err(|e| self.explain(e, "connecting"))?;
+        let mut conn = conn;
+        if !self.accept_data_loss {
+            self.check_persistence(&mut conn)?;
+        }
         Ok(conn)
+    }
+
+    /// Refuses a server that keeps nothing on disk (no AOF, no RDB saves): its restart
+    /// empties every counter and lease, and IDs handed out before would come again.
+    fn check_persistence(&self, conn: &mut redis::Connection) -> Result<(), StoreError> {
+        let step = "checking that the server keeps its data";
+        let config = |name: &str, conn: &mut redis::Connection| {
+            redis::cmd("CONFIG")
+                .arg("GET")
+                .arg(name)
+                .query::<Vec<String>>(conn)
+                .map(|pair| pair.get(1).cloned().unwrap_or_default())
+        };
+        let settings =
+            config("appendonly", conn).and_then(|aof| config("save", conn).map(|save| (aof, save)));
+        let keeps = match settings {
+            Ok((aof, save)) => aof.eq_ignore_ascii_case("yes") || !save.trim().is_empty(),
+            // CONFIG may be renamed away (managed services): INFO says whether AOF is on.
+            Err(_) => {
+                let info: String = redis::cmd("INFO")
+                    .arg("persistence")
+                    .query(conn)
+                    .map_err(|e| self.explain(e, step))?;
+                info.lines().any(|l| l.trim() == "aof_enabled:1")
+            }
+        };
+        if keeps {
+            return Ok(());
+        }
+        Err(StoreError::Unexpected {
+            store: STORE,
+            location: self.location.clone(),
+            step,
+            what: "the server keeps nothing on disk (appendonly no, no save points): a restart \
+                   empties every counter and lease, and IDs handed out before would be handed \
+                   out again. Turn on appendonly yes (appendfsync everysec or always), or, if \
+                   losing the data is acceptable (tests, a throwaway server), add \
+                   ?accept_data_loss=true to the URL"
+                .into(),
+        })
     }
 
     /// The driver's client: over TLS to the URL's host name (the certificate is checked

@@ -33,7 +33,7 @@ redis.call('HSET', KEYS[1], 'step', ARGV[2], 'description', ARGV[3], 'update_tim
 return 1
 ";
 
-// ARGV: from, to.
+// ARGV: from, to (a give-back lowers it, a repair raises it).
 const GIVE_BACK: &str = "
 if redis.call('HGET', KEYS[1], 'max_id') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'update_time', num(now))
@@ -155,6 +155,21 @@ impl RedisSegmentStore {
         Ok(keys)
     }
 
+    /// Sets `tag`'s counter from `from` to `to` if it is still `from`.
+    fn set_counter(
+        &self,
+        step: &'static str,
+        tag: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        let key = self.key(tag);
+        let changed: i64 = self.conn.run(step, |conn| {
+            self.scripts[2].key(&key).arg(from).arg(to).invoke(conn)
+        })?;
+        Ok(changed == 1)
+    }
+
     fn read(&self, key: &str, step: &'static str) -> Result<Option<TagRecord>, StoreError> {
         let fields: Vec<Option<String>> = self.conn.run(step, |conn| {
             redis::cmd("HMGET")
@@ -240,11 +255,15 @@ impl SegmentStore for RedisSegmentStore {
         if to >= from {
             return Ok(false);
         }
-        let key = self.key(tag);
-        let changed: i64 = self.conn.run("giving a range back", |conn| {
-            self.scripts[2].key(&key).arg(from).arg(to).invoke(conn)
-        })?;
-        Ok(changed == 1)
+        self.set_counter("giving a range back", tag, from, to)
+    }
+
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        check_tag(STORE, tag)?;
+        if to <= from || to > i64::MAX as u64 {
+            return Ok(false);
+        }
+        self.set_counter("raising a counter", tag, from, to)
     }
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {

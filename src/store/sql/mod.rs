@@ -3,6 +3,7 @@
 //! in each engine's [`Dialect`]. An engine's folder holds only its connection.
 
 pub(crate) mod lease;
+pub(crate) mod records;
 pub(crate) mod segment;
 
 use super::{StoreError, StoreKind};

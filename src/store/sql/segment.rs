@@ -48,6 +48,25 @@ impl<C: SqlConn> SqlSegments<C> {
     }
 }
 
+impl<C: SqlConn> SqlSegments<C> {
+    /// Sets `tag`'s counter from `from` to `to` if it is still `from`.
+    fn set_counter(
+        &self,
+        step: &'static str,
+        tag: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        let sql = format!(
+            "UPDATE {} SET max_id = ?, update_time = {} WHERE biz_tag = ? AND max_id = ?",
+            self.table,
+            self.conn.dialect().stamp_now
+        );
+        let params = [to.into(), tag.into(), from.into()];
+        Ok(self.conn.exec(step, &sql, &params)?.affected == 1)
+    }
+}
+
 impl<C: SqlConn> SegmentStore for SqlSegments<C> {
     fn describe(&self) -> String {
         SqlTable::describe(self)
@@ -128,17 +147,15 @@ impl<C: SqlConn> SegmentStore for SqlSegments<C> {
         if to >= from {
             return Ok(false);
         }
-        let sql = format!(
-            "UPDATE {} SET max_id = ?, update_time = {} WHERE biz_tag = ? AND max_id = ?",
-            self.table,
-            self.conn.dialect().stamp_now
-        );
-        let params = [to.into(), tag.into(), from.into()];
-        Ok(self
-            .conn
-            .exec("giving a range back", &sql, &params)?
-            .affected
-            == 1)
+        self.set_counter("giving a range back", tag, from, to)
+    }
+
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        check_tag(self.store(), tag)?;
+        if to <= from || to > i64::MAX as u64 {
+            return Ok(false);
+        }
+        self.set_counter("raising a counter", tag, from, to)
     }
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {

@@ -1,0 +1,509 @@
+//! What keeps a store that loses data (a Redis restarted without persistence or
+//! FLUSHed, a dump restored, a replica promoted, an older SQLite file) from making uidgen
+//! repeat an ID: written once here, over each engine's few steps for its own records
+//! ([`RecordSteps`]).
+//!
+//! - **A store identity**: a random `store_id` written when the store is first set up.
+//!   Every process remembers the one it saw and checks it on every store call and once a
+//!   second; if it changes or vanishes, the process stops taking from that store and
+//!   leaves word in it (`lost`), so processes started afterwards refuse it too, until
+//!   `uidgen store repair` raises everything past what was handed out.
+//! - **Floors**: the highest range end per tag and the highest time mark per worker ID,
+//!   kept by the process, in the store's records (left by repairs and by processes that
+//!   saw a loss) and in local memory ([`remember_stores_in`]). A range below a floor is
+//!   refused and the counter raised past it (compare-and-set, never lowered); a lease's
+//!   mark below one is raised at acquire.
+//! - **No re-creation below a floor**: creating a tag that this store (or machine) is
+//!   known to have served is refused below what was served.
+//!
+//! The stores opened through [`StoreUrl`](crate::StoreUrl) are guarded this way.
+
+mod leases;
+mod memory;
+mod repair;
+mod segments;
+
+pub(crate) use self::leases::GuardedLeases;
+#[cfg(feature = "sqlite")]
+pub use self::memory::default_store_memory_dir;
+pub use self::memory::remember_stores_in;
+pub(crate) use self::memory::Memory;
+pub(crate) use self::repair::repair;
+pub use self::repair::RepairReport;
+pub(crate) use self::segments::GuardedSegments;
+
+use super::{StoreError, StoreKind};
+use crate::sync::outside_loom::{lock, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// One engine's steps for the store's own records: a name and a value each.
+pub(crate) trait RecordSteps: Send + Sync + 'static {
+    /// Where the records are, for people and errors (never with a password).
+    fn describe(&self) -> String;
+    fn kind(&self) -> StoreKind;
+    /// The values of `names`, in order (`None`: no such record).
+    fn get(&self, names: &[&str]) -> Result<Vec<Option<String>>, StoreError>;
+    /// Every record.
+    fn all(&self) -> Result<Vec<(String, String)>, StoreError>;
+    /// Writes `name` unless it exists; `true` if this call wrote it.
+    fn insert(&self, name: &str, value: &str) -> Result<bool, StoreError>;
+    /// Writes `name`, replacing any value.
+    fn put(&self, name: &str, value: &str) -> Result<(), StoreError>;
+}
+
+/// The store's identity: a random number and when it was made (Unix ms).
+pub(crate) const STORE_ID: &str = "store_id";
+/// Word left by a process that saw the store lose data; empty once repaired.
+pub(crate) const LOST: &str = "lost";
+/// The identities a repair replaced, separated by spaces: machines that remember one of
+/// them accept the new one.
+pub(crate) const REPLACES: &str = "replaces";
+/// The lowest time mark any lease is granted (Unix ms), set by a repair.
+pub(crate) const MARK_FLOOR: &str = "mark_floor";
+
+/// How far past the highest ID known a counter is raised when the store went back: more
+/// than any one range (Leaf's largest step) that a process missing from the count may hold.
+pub const REPAIR_MARGIN: u64 = 1_000_000;
+
+/// The record of the highest range end known for `tag` in `scope` (a table or prefix).
+pub(crate) fn floor_name(scope: &str, tag: &str) -> String {
+    short_name("floor", scope, tag)
+}
+
+/// The record that `tag` in `scope` was created through uidgen.
+pub(crate) fn tag_name(scope: &str, tag: &str) -> String {
+    short_name("tag", scope, tag)
+}
+
+/// The record of the highest mark of a worker ID in `scope`.
+pub(crate) fn mark_name(scope: &str, worker_id: u64) -> String {
+    short_name("mark", scope, &worker_id.to_string())
+}
+
+/// `kind:scope<TAB>what`, with `what` hashed when the name would not fit a record's
+/// 255 characters.
+fn short_name(kind: &str, scope: &str, what: &str) -> String {
+    let name = format!("{kind}:{scope}\t{what}");
+    if name.chars().count() <= 250 {
+        return name;
+    }
+    let hash = what.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!(
+        "{kind}:{}\t#{hash:016x}",
+        scope.chars().take(200).collect::<String>()
+    )
+}
+
+/// A number in a record, 0 when absent or unreadable.
+pub(crate) fn number(value: Option<&String>) -> u64 {
+    value
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+static EVENTS: AtomicU64 = AtomicU64::new(0);
+static LAST_EVENT: Mutex<Option<String>> = Mutex::new(None);
+
+/// How many times this process found a store that lost data (a range below one handed
+/// out, an identity that changed or vanished, a lease row gone) since it started.
+pub fn data_loss_events() -> u64 {
+    EVENTS.load(Ordering::Relaxed)
+}
+
+/// The last such finding, in words (store, tag or worker ID, what was done).
+pub fn last_data_loss() -> Option<String> {
+    lock(&LAST_EVENT).clone()
+}
+
+/// Counts a finding and logs it once, at ERROR.
+pub(crate) fn report(what: String) {
+    tracing::error!("uidgen: a store lost data: {what}");
+    EVENTS.fetch_add(1, Ordering::Relaxed);
+    *lock(&LAST_EVENT) = Some(what);
+}
+
+/// Unix milliseconds now (the machine's clock; only for records people read and the
+/// marks a repair sets).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A new identity: 16 random hex digits and the time.
+pub(crate) fn new_identity() -> String {
+    format!("{:016x} {}", crate::worker::random_u64(), now_ms())
+}
+
+/// Called with the reason when a store is found to have lost data.
+pub(crate) type LossHook = Box<dyn Fn(&str) + Send + Sync>;
+
+/// What a process knows of one store: shared by every guarded store of that place in
+/// the process (its lease store and its segment store), found by the records' place.
+pub(crate) struct Shared {
+    records: Box<dyn RecordSteps>,
+    key: String,
+    memory: Option<Memory>,
+    state: Mutex<State>,
+    /// Called with the reason when the store is found to have lost data: leases stop.
+    on_loss: Mutex<Vec<LossHook>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The identity this process adopted.
+    identity: Option<String>,
+    /// Why this process takes nothing more from the store.
+    lost: Option<String>,
+    /// (scope, tag) → the highest range end handed out or known.
+    floors: HashMap<(String, String), u64>,
+    /// (scope, worker ID) → the highest mark known.
+    marks: HashMap<(String, u64), u64>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("store", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every store place this process guards.
+static REGISTRY: Mutex<Vec<(String, Weak<Shared>)>> = Mutex::new(Vec::new());
+
+/// How often a process checks each store's identity while it holds one of its stores.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+impl Shared {
+    /// The process's knowledge of the store whose records `records` reaches.
+    pub(crate) fn of(records: Box<dyn RecordSteps>) -> Arc<Shared> {
+        let key = records.describe();
+        let mut registry = lock(&REGISTRY);
+        registry.retain(|(_, weak)| weak.strong_count() > 0);
+        if let Some(shared) = registry
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, weak)| weak.upgrade())
+        {
+            return shared;
+        }
+        let shared = Arc::new(Shared {
+            memory: Memory::for_store(&key),
+            key: key.clone(),
+            records,
+            state: Mutex::new(State::default()),
+            on_loss: Mutex::new(Vec::new()),
+        });
+        registry.push((key, Arc::downgrade(&shared)));
+        let weak = Arc::downgrade(&shared);
+        // The watcher ends once no store of this place is left.
+        let _ = std::thread::Builder::new()
+            .name("uidgen-store-watch".into())
+            .spawn(move || loop {
+                std::thread::sleep(WATCH_EVERY);
+                let Some(shared) = weak.upgrade() else { return };
+                let watching = {
+                    let state = lock(&shared.state);
+                    state.identity.is_some() && state.lost.is_none()
+                };
+                if watching {
+                    let _ = shared.check(&[]);
+                }
+            });
+        shared
+    }
+
+    pub(crate) fn kind(&self) -> StoreKind {
+        self.records.kind()
+    }
+
+    pub(crate) fn records(&self) -> &dyn RecordSteps {
+        &*self.records
+    }
+
+    pub(crate) fn memory(&self) -> Option<&Memory> {
+        self.memory.as_ref()
+    }
+
+    /// Runs `hook` with the reason when this store is found to have lost data.
+    pub(crate) fn on_loss(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
+        if let Some(why) = lock(&self.state).lost.clone() {
+            hook(&why);
+            return;
+        }
+        lock(&self.on_loss).push(hook);
+    }
+
+    /// The error for a store this process no longer takes from.
+    pub(crate) fn lost_error(&self, what: &str) -> StoreError {
+        StoreError::DataLost {
+            store: self.kind().name(),
+            location: self.key.clone(),
+            what: what.to_owned(),
+        }
+    }
+
+    /// Checks the store's identity (adopting it on first use) and reads `extra` along
+    /// in the same call; an error if the store lost data or this process saw it do so.
+    pub(crate) fn check(&self, extra: &[&str]) -> Result<Vec<Option<String>>, StoreError> {
+        if let Some(why) = lock(&self.state).lost.clone() {
+            return Err(self.lost_error(&why));
+        }
+        let mut names = vec![STORE_ID, LOST, REPLACES];
+        names.extend_from_slice(extra);
+        let mut values = self.records.get(&names)?;
+        let rest = values.split_off(3);
+        let (id, lost, replaces) = (values[0].take(), values[1].take(), values[2].take());
+        if let Some(lost) = lost.filter(|l| !l.is_empty()) {
+            let why = format!(
+                "the store carries word that it lost data ({lost}); run `uidgen store repair` \
+                 against it after checking it, then start again"
+            );
+            lock(&self.state).lost = Some(why.clone());
+            return Err(self.lost_error(&why));
+        }
+        let replaces = replaces.unwrap_or_default();
+        let seen = lock(&self.state).identity.clone();
+        match (seen, id) {
+            (Some(seen), Some(id)) if seen == id => {}
+            (Some(seen), Some(id)) if replaced(&replaces, &seen) => {
+                // Repaired meanwhile: everything was raised past what was handed out.
+                self.adopt(&id, &replaces)?;
+            }
+            (Some(seen), id) => {
+                let what = match id {
+                    None => format!("its identity record {seen:?} vanished"),
+                    Some(id) => format!("its identity changed from {seen:?} to {id:?}"),
+                };
+                return Err(self.declare_lost(what));
+            }
+            (None, Some(id)) => self.adopt(&id, &replaces)?,
+            (None, None) => {
+                if let Some(remembered) = self.remembered_identity()? {
+                    return Err(self.lost_error(&format!(
+                        "this machine used it before (identity {remembered:?}, remembered in {}), \
+                         but it has no identity now: it was emptied or replaced (a restart \
+                         without persistence, FLUSHALL, a new database); run `uidgen store \
+                         repair` against it to raise it past what this machine handed out",
+                        self.memory
+                            .as_ref()
+                            .map_or(String::new(), |m| m.path().display().to_string())
+                    )));
+                }
+                self.records.insert(STORE_ID, &new_identity())?;
+                let id = self
+                    .records
+                    .get(&[STORE_ID])?
+                    .pop()
+                    .flatten()
+                    .ok_or_else(|| {
+                        self.lost_error("its identity record vanished right after it was written")
+                    })?;
+                self.adopt(&id, "")?;
+            }
+        }
+        Ok(rest)
+    }
+
+    fn remembered_identity(&self) -> Result<Option<String>, StoreError> {
+        match &self.memory {
+            Some(memory) => Ok(memory.read()?.identity),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes `id` as the store's identity, if local memory agrees, and loads the floors
+    /// local memory holds.
+    fn adopt(&self, id: &str, replaces: &str) -> Result<(), StoreError> {
+        if let Some(memory) = &self.memory {
+            let remembered = memory.read()?;
+            if let Some(old) = &remembered.identity {
+                if old != id && !replaced(replaces, old) {
+                    return Err(self.lost_error(&format!(
+                        "this machine last saw it with identity {old:?} (remembered in {}), and \
+                         it now has {id:?}: it was replaced or lost its data (a restore of \
+                         another copy, a restart without persistence, a new database); run \
+                         `uidgen store repair` against it to raise it past what this machine \
+                         handed out",
+                        memory.path().display()
+                    )));
+                }
+            }
+            memory.update(|r| r.identity = Some(id.to_owned()))?;
+            let mut state = lock(&self.state);
+            for (key, end) in remembered.tags {
+                let floor = state.floors.entry(key).or_default();
+                *floor = (*floor).max(end);
+            }
+            for (key, mark) in remembered.marks {
+                let floor = state.marks.entry(key).or_default();
+                *floor = (*floor).max(mark);
+            }
+        }
+        lock(&self.state).identity = Some(id.to_owned());
+        Ok(())
+    }
+
+    /// Stops taking from the store, reports it, leaves word in the store (with every
+    /// floor this process knows) and stops the leases on it; the error to return.
+    pub(crate) fn declare_lost(&self, what: String) -> StoreError {
+        let why = format!(
+            "{what}: the store lost data (a restart without persistence, FLUSHALL, a restore, \
+             a promoted replica); this process takes nothing more from it. After checking it, \
+             run `uidgen store repair` against it, then start again"
+        );
+        let (floors, marks) = {
+            let mut state = lock(&self.state);
+            if state.lost.is_some() {
+                return self.lost_error(&why);
+            }
+            state.lost = Some(why.clone());
+            (state.floors.clone(), state.marks.clone())
+        };
+        report(format!("{}: {what}", self.key));
+        let word = format!(
+            "{} {what}; seen by {}",
+            now_ms(),
+            crate::worker::holder_identity()
+        );
+        let left = (|| {
+            self.records.put(LOST, &word)?;
+            for ((scope, tag), end) in &floors {
+                raise_record(&*self.records, &floor_name(scope, tag), *end)?;
+            }
+            for ((scope, worker), mark) in &marks {
+                raise_record(&*self.records, &mark_name(scope, *worker), *mark)?;
+            }
+            Ok::<(), StoreError>(())
+        })();
+        if let Err(e) = left {
+            tracing::warn!(error = %e, store = %self.key, "uidgen could not leave word of the data loss in the store");
+        }
+        for hook in lock(&self.on_loss).drain(..) {
+            hook(&why);
+        }
+        self.lost_error(&why)
+    }
+
+    /// After a repair: `id` is the identity, and the store is taken from again.
+    pub(crate) fn adopt_repaired(&self, id: &str) -> Result<(), StoreError> {
+        if let Some(memory) = &self.memory {
+            memory.update(|r| r.identity = Some(id.to_owned()))?;
+        }
+        let mut state = lock(&self.state);
+        state.identity = Some(id.to_owned());
+        state.lost = None;
+        Ok(())
+    }
+
+    /// The highest range end known for a tag (process and local memory).
+    pub(crate) fn floor(&self, scope: &str, tag: &str) -> u64 {
+        lock(&self.state)
+            .floors
+            .get(&(scope.to_owned(), tag.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Notes that `[.., end)` of `tag` was handed to this process: in the process, and
+    /// durably in local memory before it is used.
+    pub(crate) fn record_floor(&self, scope: &str, tag: &str, end: u64) -> Result<(), StoreError> {
+        {
+            let mut state = lock(&self.state);
+            let floor = state
+                .floors
+                .entry((scope.to_owned(), tag.to_owned()))
+                .or_default();
+            *floor = (*floor).max(end);
+        }
+        if let Some(memory) = &self.memory {
+            memory.update(|r| {
+                let floor = r
+                    .tags
+                    .entry((scope.to_owned(), tag.to_owned()))
+                    .or_default();
+                *floor = (*floor).max(end);
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A range `[to, from)` of `tag` was given back (no one allocated after it): the
+    /// floors that stood at `from` come down to `to`.
+    pub(crate) fn lower_floor(
+        &self,
+        scope: &str,
+        tag: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<(), StoreError> {
+        let key = (scope.to_owned(), tag.to_owned());
+        {
+            let mut state = lock(&self.state);
+            if state.floors.get(&key) == Some(&from) {
+                state.floors.insert(key.clone(), to);
+            }
+        }
+        if let Some(memory) = &self.memory {
+            memory.update(|r| {
+                if r.tags.get(&key) == Some(&from) {
+                    r.tags.insert(key.clone(), to);
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The highest mark known for a worker ID (process and local memory).
+    pub(crate) fn mark(&self, scope: &str, worker_id: u64) -> u64 {
+        lock(&self.state)
+            .marks
+            .get(&(scope.to_owned(), worker_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Notes a mark recorded in the store, durably in local memory too. With `exact`
+    /// (a release, which records the mark of the ticks really used) it may come down.
+    pub(crate) fn record_mark(
+        &self,
+        scope: &str,
+        worker_id: u64,
+        mark: u64,
+        exact: bool,
+    ) -> Result<(), StoreError> {
+        let key = (scope.to_owned(), worker_id);
+        let settle = |floor: &mut u64| *floor = if exact { mark } else { (*floor).max(mark) };
+        settle(lock(&self.state).marks.entry(key.clone()).or_default());
+        if let Some(memory) = &self.memory {
+            memory.update(|r| settle(r.marks.entry(key.clone()).or_default()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `identity` is one of those a repair replaced (listed by their random part).
+fn replaced(replaces: &str, identity: &str) -> bool {
+    let random = identity.split_whitespace().next().unwrap_or_default();
+    !random.is_empty() && replaces.split_whitespace().any(|r| r == random)
+}
+
+/// Raises the number in record `name` to at least `value` (never lowers it).
+pub(crate) fn raise_record(
+    records: &dyn RecordSteps,
+    name: &str,
+    value: u64,
+) -> Result<(), StoreError> {
+    let current = number(records.get(&[name])?.first().and_then(Option::as_ref));
+    if value > current {
+        records.put(name, &value.to_string())?;
+    }
+    Ok(())
+}

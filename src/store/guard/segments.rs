@@ -1,0 +1,159 @@
+//! A segment store behind the data-loss checks: every range is checked against the
+//! floors before it is handed on, a counter found below one is raised past it, and a
+//! tag is never created again below what it handed out.
+
+use super::{floor_name, number, raise_record, report, tag_name, Shared, REPAIR_MARGIN};
+use crate::store::segment::{SegmentStore, TagRecord};
+use crate::store::{StoreError, StoreKind};
+use std::sync::Arc;
+
+/// How many times an allocation is tried again after raising a counter that went back.
+const REPAIR_ATTEMPTS: usize = 8;
+
+/// A [`SegmentStore`] guarded by its place's [`Shared`] knowledge.
+pub(crate) struct GuardedSegments {
+    pub(crate) inner: Box<dyn SegmentStore>,
+    pub(crate) shared: Arc<Shared>,
+    /// The table or key prefix: tags of the same name elsewhere are other tags.
+    pub(crate) scope: String,
+    /// Creating a tag below what it handed out is allowed (`segment create --force`).
+    pub(crate) force_create: bool,
+}
+
+impl std::fmt::Debug for GuardedSegments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl GuardedSegments {
+    /// The highest range end known for `tag`: this process's, local memory's and the
+    /// store's own record (`store_floor`).
+    fn known(&self, tag: &str, store_floor: u64) -> u64 {
+        self.shared.floor(&self.scope, tag).max(store_floor)
+    }
+}
+
+impl SegmentStore for GuardedSegments {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn kind(&self) -> StoreKind {
+        self.inner.kind()
+    }
+
+    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
+        let floor_record = floor_name(&self.scope, tag);
+        let read = self.shared.check(&[&floor_record])?;
+        let store_floor = number(read[0].as_ref());
+        for _ in 0..REPAIR_ATTEMPTS {
+            let end = self.inner.allocate(tag, step)?;
+            let start = end.saturating_sub(step);
+            let known = self.known(tag, store_floor);
+            if start >= known {
+                self.shared.record_floor(&self.scope, tag, end)?;
+                return Ok(end);
+            }
+            // The store went back: [start, end) was handed out before. Raise the counter
+            // past everything known (never lower it), tell the others through the
+            // store's record, and take a range again.
+            let to = known
+                .checked_add(REPAIR_MARGIN)
+                .filter(|to| *to <= i64::MAX as u64)
+                .ok_or_else(|| {
+                    crate::store::segment::counter_overflow(
+                        self.inner.kind().name(),
+                        tag,
+                        &known.to_string(),
+                        REPAIR_MARGIN,
+                    )
+                })?;
+            let raised = self.inner.raise(tag, end, to)?;
+            report(format!(
+                "{}: tag {tag:?} handed out the range [{start}, {end}), below {known}, which was \
+                 handed out already (restored, rolled back, or a replica behind); the range is \
+                 refused and the counter {}",
+                self.describe(),
+                if raised {
+                    format!("raised to {to}")
+                } else {
+                    "had moved on meanwhile (taking again)".to_owned()
+                }
+            ));
+            raise_record(self.shared.records(), &floor_record, to)?;
+        }
+        Err(self.shared.lost_error(&format!(
+            "tag {tag:?} kept handing out ranges below {}, which were handed out already, \
+             {REPAIR_ATTEMPTS} times in a row",
+            self.known(tag, store_floor)
+        )))
+    }
+
+    fn create(
+        &self,
+        tag: &str,
+        first_id: u64,
+        step: u64,
+        description: &str,
+    ) -> Result<bool, StoreError> {
+        if self.inner.tag(tag)?.is_some() {
+            return Ok(false);
+        }
+        let (floor_record, tag_record) = (floor_name(&self.scope, tag), tag_name(&self.scope, tag));
+        let read = self.shared.check(&[&floor_record, &tag_record])?;
+        let known = self.known(tag, number(read[0].as_ref()));
+        if !self.force_create {
+            let evidence = if known > first_id {
+                Some(format!(
+                    "IDs up to {} were handed out under it before (as this machine or the \
+                     store's records know), so creating it at {first_id} would repeat them; \
+                     create it at {known} or above (`uidgen segment create --start {known}`)",
+                    known - 1
+                ))
+            } else {
+                read[1].as_ref().filter(|_| known == 0).map(|created| {
+                    format!(
+                        "it was created in this store before ({created}) and is gone now, and \
+                         how far it went is not known; find the highest ID it handed out and \
+                         create it above that, or force it (`uidgen segment create --force`)"
+                    )
+                })
+            };
+            if let Some(evidence) = evidence {
+                return Err(self.shared.lost_error(&format!(
+                    "tag {tag:?} does not exist in {}, but {evidence}",
+                    self.describe()
+                )));
+            }
+        }
+        let created = self.inner.create(tag, first_id, step, description)?;
+        if created {
+            let note = format!("created {} at {first_id} step {step}", super::now_ms());
+            if let Err(e) = self.shared.records().put(&tag_record, &note) {
+                tracing::warn!(error = %e, tag, "uidgen could not record the tag's creation");
+            }
+        }
+        Ok(created)
+    }
+
+    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        let given = self.inner.give_back(tag, from, to)?;
+        if given {
+            self.shared.lower_floor(&self.scope, tag, from, to)?;
+        }
+        Ok(given)
+    }
+
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        self.inner.raise(tag, from, to)
+    }
+
+    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
+        self.inner.tag(tag)
+    }
+
+    fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
+        self.inner.tags()
+    }
+}
