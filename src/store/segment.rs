@@ -299,12 +299,6 @@ pub(crate) fn no_range(
 }
 
 /// The error for a counter that cannot grow by `step` within the largest `BIGINT`.
-#[cfg(any(
-    feature = "sqlite",
-    feature = "mysql",
-    feature = "postgres",
-    feature = "redis"
-))]
 pub(crate) fn counter_overflow(
     store: &'static str,
     tag: &str,

@@ -21,6 +21,8 @@ pub struct Relay {
     pub addr: std::net::SocketAddr,
     mode: Arc<AtomicU8>,
     open: Arc<Mutex<Vec<TcpStream>>>,
+    /// Where new connections go: moved by [`Relay::point_to`] (a failover).
+    upstream: Arc<Mutex<std::net::SocketAddr>>,
 }
 
 impl Relay {
@@ -30,8 +32,13 @@ impl Relay {
             addr: listener.local_addr().unwrap(),
             mode: Arc::new(AtomicU8::new(UP)),
             open: Arc::default(),
+            upstream: Arc::new(Mutex::new(upstream)),
         };
-        let (mode, open) = (relay.mode.clone(), relay.open.clone());
+        let (mode, open, target) = (
+            relay.mode.clone(),
+            relay.open.clone(),
+            relay.upstream.clone(),
+        );
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 match mode.load(Ordering::SeqCst) {
@@ -43,6 +50,7 @@ impl Relay {
                     }
                     _ => {}
                 }
+                let upstream = *target.lock().unwrap();
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
@@ -76,6 +84,15 @@ impl Relay {
 
     pub fn restore(&self) {
         self.mode.store(UP, Ordering::SeqCst);
+    }
+
+    /// Sends new connections to `upstream` and closes the open ones: a failover behind
+    /// one address (a virtual IP, a DNS name, a proxy).
+    pub fn point_to(&self, upstream: std::net::SocketAddr) {
+        *self.upstream.lock().unwrap() = upstream;
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
     }
 }
 

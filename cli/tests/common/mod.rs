@@ -32,6 +32,7 @@ pub fn clean(cmd: &mut Command) -> &mut Command {
     cmd.env_remove("UIDGEN_MYSQL_URL")
         .env_remove("UIDGEN_WORKER_DB")
         .env_remove("RUST_LOG")
+        .env_remove("UIDGEN_STATE_DIR")
         .env("HOME", private_home())
         .env("XDG_DATA_HOME", private_home().join("data"))
         .stdin(Stdio::null())

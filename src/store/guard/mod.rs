@@ -289,9 +289,9 @@ impl Shared {
                 if let Some(remembered) = self.remembered_identity()? {
                     return Err(self.lost_error(&format!(
                         "this machine used it before (identity {remembered:?}, remembered in {}), \
-                         but it has no identity now: it was emptied or replaced (a restart \
-                         without persistence, FLUSHALL, a new database); run `uidgen store \
-                         repair` against it to raise it past what this machine handed out",
+                         but it has no identity now: the store lost data (emptied or replaced: \
+                         a restart without persistence, FLUSHALL, a new database); run `uidgen \
+                         store repair` against it to raise it past what this machine handed out",
                         self.memory
                             .as_ref()
                             .map_or(String::new(), |m| m.path().display().to_string())

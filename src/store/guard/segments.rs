@@ -150,10 +150,24 @@ impl SegmentStore for GuardedSegments {
     }
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
-        self.inner.tag(tag)
+        let floor_record = floor_name(&self.scope, tag);
+        let read = self.shared.check(&[&floor_record])?;
+        let record = self.inner.tag(tag)?;
+        let known = self.known(tag, number(read[0].as_ref()));
+        match record {
+            None if known > 1 => Err(self.shared.lost_error(&format!(
+                "tag {tag:?} is gone from {}, but IDs up to {} were handed out under it (as \
+                 this machine or the store's records know): the store lost data; run `uidgen \
+                 store repair` against it, which creates it again above them",
+                self.describe(),
+                known - 1
+            ))),
+            record => Ok(record),
+        }
     }
 
     fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
+        self.shared.check(&[])?;
         self.inner.tags()
     }
 }

@@ -1,0 +1,649 @@
+//! A store that loses data never makes uidgen repeat an ID (issue 29): the ways real
+//! stores fail, replayed through the command line as one machine runs it (one state
+//! folder across runs), on SQLite, MariaDB, PostgreSQL and Redis:
+//!
+//! - a counter rolled back (an older SQLite file, a dump restored, a Redis failover to a
+//!   replica that missed the last writes): the next run hands out no ID it handed out
+//!   before, says the store lost data, and raises the counter past it;
+//! - lease rows and time marks lost (a restored dump, a Redis restarted without
+//!   persistence, FLUSHALL): the next run repeats nothing, or refuses naming the loss
+//!   until `uidgen store repair`, after which it repeats nothing either;
+//! - a missing tag is not created again below what it handed out;
+//! - a Redis that keeps nothing on disk is refused unless the URL accepts the risk.
+//!
+//! MariaDB and PostgreSQL get a database of the test's own (dumped and restored with
+//! their own tools); Redis servers are private ones the test starts and restarts.
+
+mod common;
+#[path = "../../tests/support/relay.rs"]
+mod relay;
+#[path = "../../tests/support/servers.rs"]
+mod servers;
+
+use std::collections::HashSet;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// One machine: its home and its state folder, the same for every run of a case.
+struct Machine {
+    home: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn uidgen(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_uidgen"));
+        common::clean(&mut cmd)
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env("UIDGEN_STATE_DIR", self.home.path().join("stores"));
+        cmd.output().unwrap()
+    }
+
+    /// A run that must succeed.
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.uidgen(args);
+        assert!(
+            out.status.success(),
+            "uidgen {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// IDs printed by a run that must succeed.
+    fn ids(&self, args: &[&str]) -> Vec<u64> {
+        let out = self.uidgen(args);
+        assert!(
+            out.status.success(),
+            "uidgen {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    }
+}
+
+/// Asserts `run` either succeeded with no ID of `before`, or failed naming the loss.
+fn never_repeats(before: &HashSet<u64>, run: &Output, what: &str) -> Option<Vec<u64>> {
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if !run.status.success() {
+        assert!(
+            stderr.contains("lost data") || stderr.contains("lost its data"),
+            "{what}: failed without naming the loss: {stderr}"
+        );
+        return None;
+    }
+    let ids: Vec<u64> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let repeated = ids.iter().filter(|id| before.contains(id)).count();
+    assert_eq!(
+        repeated,
+        0,
+        "{what}: {repeated} of {} IDs repeated; stderr: {stderr}",
+        ids.len()
+    );
+    Some(ids)
+}
+
+/// A store of the test's own, and how to take it back to an earlier state.
+enum Place {
+    Sqlite(tempfile::TempDir),
+    Sql {
+        mysql: bool,
+        url: String,
+        db: String,
+    },
+    Redis(PrivateRedis),
+}
+
+enum Snapshot {
+    File(Vec<u8>),
+    Dump(Vec<u8>),
+}
+
+impl Place {
+    fn sqlite() -> Self {
+        Place::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    fn mariadb() -> Self {
+        let db = format!("uidgen_loss_{}", servers::random_suffix());
+        let server = servers::mysql_url();
+        let url = with_database(&server, &db);
+        let place = Place::Sql {
+            mysql: true,
+            url,
+            db: db.clone(),
+        };
+        place.sql(&format!("CREATE DATABASE {db}"), false);
+        place
+    }
+
+    fn postgres() -> Self {
+        let db = format!("uidgen_loss_{}", servers::random_suffix());
+        let url = with_database(&servers::postgres_url(), &db);
+        let place = Place::Sql {
+            mysql: false,
+            url,
+            db: db.clone(),
+        };
+        place.sql(&format!("CREATE DATABASE {db}"), false);
+        place
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Place::Sqlite(dir) => dir.path().join("ids.sqlite3").display().to_string(),
+            Place::Sql { url, .. } => url.clone(),
+            Place::Redis(redis) => redis.url(),
+        }
+    }
+
+    /// Runs SQL with the engine's own client, in the test's database (`in_db`) or not.
+    fn sql(&self, statement: &str, in_db: bool) -> String {
+        let Place::Sql { mysql, url, db } = self else {
+            unreachable!()
+        };
+        let (user, host, port) = authority(url);
+        let out = if *mysql {
+            let mut cmd = Command::new("mariadb");
+            cmd.args(["-h", &host, "-P", &port, "-u", &user, "-N", "-e", statement]);
+            if in_db {
+                cmd.arg(db);
+            }
+            cmd.output()
+        } else {
+            let mut cmd = Command::new("psql");
+            cmd.args([
+                "-h", &host, "-p", &port, "-U", &user, "-tA", "-c", statement,
+            ]);
+            cmd.args(["-d", if in_db { db } else { "postgres" }]);
+            cmd.output()
+        }
+        .expect("the SQL client runs");
+        assert!(
+            out.status.success(),
+            "{statement}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        match self {
+            Place::Sqlite(dir) => {
+                Snapshot::File(std::fs::read(dir.path().join("ids.sqlite3")).unwrap())
+            }
+            Place::Sql { mysql, url, db } => {
+                let (user, host, port) = authority(url);
+                let out = if *mysql {
+                    Command::new("mariadb-dump")
+                        .args(["-h", &host, "-P", &port, "-u", &user, db])
+                        .output()
+                } else {
+                    Command::new("pg_dump")
+                        .args([
+                            "-h",
+                            &host,
+                            "-p",
+                            &port,
+                            "-U",
+                            &user,
+                            "--clean",
+                            "--if-exists",
+                            db,
+                        ])
+                        .output()
+                }
+                .expect("the dump tool runs");
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                Snapshot::Dump(out.stdout)
+            }
+            Place::Redis(_) => unreachable!("Redis loses data by restarting"),
+        }
+    }
+
+    /// Puts the store back to `snapshot`, as a restore (or a replica that is behind) does.
+    fn restore(&self, snapshot: &Snapshot) {
+        match (self, snapshot) {
+            (Place::Sqlite(dir), Snapshot::File(bytes)) => {
+                std::fs::write(dir.path().join("ids.sqlite3"), bytes).unwrap()
+            }
+            (Place::Sql { mysql, url, db }, Snapshot::Dump(dump)) => {
+                let (user, host, port) = authority(url);
+                let mut child = if *mysql {
+                    Command::new("mariadb")
+                        .args(["-h", &host, "-P", &port, "-u", &user, db])
+                        .stdin(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                } else {
+                    Command::new("psql")
+                        .args(["-h", &host, "-p", &port, "-U", &user, "-q", "-d", db])
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                }
+                .unwrap();
+                std::io::Write::write_all(child.stdin.as_mut().unwrap(), dump).unwrap();
+                drop(child.stdin.take());
+                let out = child.wait_with_output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Place::Sql { db, .. } = self {
+            let statement = format!("DROP DATABASE IF EXISTS {db}");
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.sql(&statement, false)
+            }));
+        }
+    }
+}
+
+/// (user, host, port) of a `scheme://user[:pw]@host:port/db` URL.
+fn authority(url: &str) -> (String, String, String) {
+    let rest = url.split_once("://").unwrap().1;
+    let authority = rest.split('/').next().unwrap();
+    let (user, hostport) = authority.rsplit_once('@').unwrap_or(("root", authority));
+    let user = user.split(':').next().unwrap().to_owned();
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, ""));
+    (user, host.to_owned(), port.to_owned())
+}
+
+/// `url` naming database `db` instead of its own.
+fn with_database(url: &str, db: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let authority = rest.split('/').next().unwrap();
+    let query = rest
+        .split_once('?')
+        .map_or(String::new(), |(_, q)| format!("?{q}"));
+    format!("{scheme}://{authority}/{db}{query}")
+}
+
+/// A Redis server of the test's own, with no persistence (as the suite's is), restarted
+/// empty on demand.
+struct PrivateRedis {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Child,
+    replica_of: Option<u16>,
+}
+
+impl PrivateRedis {
+    fn start() -> Self {
+        Self::start_as(None)
+    }
+
+    fn start_as(replica_of: Option<u16>) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Self::spawn(dir.path(), port, replica_of);
+        Self {
+            dir,
+            port,
+            child,
+            replica_of,
+        }
+    }
+
+    fn spawn(dir: &Path, port: u16, replica_of: Option<u16>) -> Child {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null());
+        if let Some(primary) = replica_of {
+            cmd.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+        }
+        let child = cmd.spawn().expect("redis-server runs");
+        let started = Instant::now();
+        while redis_cli(port, &["PING"]) != "PONG" {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/?accept_data_loss=true", self.port)
+    }
+
+    /// Stops it and starts it again, empty (nothing was kept on disk).
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn(self.dir.path(), self.port, self.replica_of);
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn redis_cli(port: u16, args: &[&str]) -> String {
+    Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Three runs of 5,000 IDs of a new tag, the store set back to before them, a fourth run.
+fn segment_rollback(place: &Place, machine: &Machine) {
+    let url = place.url();
+    let tag = format!("loss-{}", servers::random_suffix());
+    machine.ok(&[
+        "segment", "create", "--tag", &tag, "--step", "1000", "--store", &url,
+    ]);
+    let snapshot = place.snapshot();
+    let mut before = HashSet::new();
+    for _ in 0..3 {
+        before.extend(machine.ids(&[
+            "segment", "next", "--tag", &tag, "-n", "5000", "--store", &url,
+        ]));
+    }
+    assert_eq!(before.len(), 15_000);
+    place.restore(&snapshot);
+    let run = machine.uidgen(&[
+        "segment", "next", "--tag", &tag, "-n", "5000", "--store", &url,
+    ]);
+    let after = never_repeats(&before, &run, "after the rollback").expect("the run goes on above");
+    assert_eq!(after.len(), 5000);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("lost data") && stderr.contains(&tag),
+        "{stderr}"
+    );
+    // Another machine, with no memory of its own, now finds the counter raised.
+    let other = Machine::new();
+    let run = other.uidgen(&[
+        "segment", "next", "--tag", &tag, "-n", "5000", "--store", &url,
+    ]);
+    let mut seen = before.clone();
+    seen.extend(after);
+    never_repeats(&seen, &run, "another machine after the repair").expect("it goes on");
+}
+
+/// A flat-out run on a lease, the store set back to before it, another run.
+fn lease_rollback(place: &Place, machine: &Machine) {
+    let url = place.url();
+    // Set the store up (tables, identity) first, so the snapshot holds them.
+    machine.ids(&["next", "-n", "1", "--store", &url]);
+    let snapshot = place.snapshot();
+    let before: HashSet<u64> = machine
+        .ids(&["next", "-n", "300000", "--store", &url])
+        .into_iter()
+        .collect();
+    place.restore(&snapshot);
+    for generator in ["cached", "default"] {
+        let run = machine.uidgen(&[
+            "next",
+            "-n",
+            "100000",
+            "--generator",
+            generator,
+            "--store",
+            &url,
+        ]);
+        never_repeats(&before, &run, generator).expect("the machine's memory carries the mark");
+    }
+}
+
+#[test]
+fn an_older_sqlite_file_never_repeats_segments_or_worker_ids() {
+    let machine = Machine::new();
+    segment_rollback(&Place::sqlite(), &machine);
+    lease_rollback(&Place::sqlite(), &machine);
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn a_restored_mariadb_dump_never_repeats_segments_or_worker_ids() {
+    let machine = Machine::new();
+    segment_rollback(&Place::mariadb(), &machine);
+    lease_rollback(&Place::mariadb(), &machine);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_restored_postgres_dump_never_repeats_segments_or_worker_ids() {
+    let machine = Machine::new();
+    segment_rollback(&Place::postgres(), &machine);
+    lease_rollback(&Place::postgres(), &machine);
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn a_counter_row_set_back_is_raised_past_what_it_handed_out() {
+    let place = Place::mariadb();
+    let machine = Machine::new();
+    let url = place.url();
+    machine.ok(&[
+        "segment", "create", "--tag", "t", "--step", "100", "--store", &url,
+    ]);
+    let before: HashSet<u64> = machine
+        .ids(&[
+            "segment", "next", "--tag", "t", "-n", "1000", "--store", &url,
+        ])
+        .into_iter()
+        .collect();
+    place.sql("UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = 't'", true);
+    let run = machine.uidgen(&[
+        "segment", "next", "--tag", "t", "-n", "1000", "--store", &url,
+    ]);
+    never_repeats(&before, &run, "a row set back").expect("it goes on above");
+    let raised: u64 = place
+        .sql("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'", true)
+        .parse()
+        .unwrap();
+    assert!(raised > 1000 + uidgen::REPAIR_MARGIN, "max_id {raised}");
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_redis_restarted_without_persistence_is_refused_until_repaired_and_never_repeats() {
+    let mut redis = PrivateRedis::start();
+    let machine = Machine::new();
+    let url = redis.url();
+    let tag = "order";
+    machine.ok(&[
+        "segment", "create", "--tag", tag, "--step", "1000", "--store", &url,
+    ]);
+    let mut before: HashSet<u64> = machine
+        .ids(&[
+            "segment", "next", "--tag", tag, "-n", "5000", "--store", &url,
+        ])
+        .into_iter()
+        .collect();
+    let snowflakes: HashSet<u64> = machine
+        .ids(&["next", "-n", "300000", "--store", &url])
+        .into_iter()
+        .collect();
+    redis.restart();
+
+    // Every path refuses, naming the loss: no tag is made again below what it handed out.
+    for args in [
+        vec!["segment", "next", "--tag", tag, "-n", "10"],
+        vec![
+            "segment",
+            "next",
+            "--tag",
+            tag,
+            "-n",
+            "10",
+            "--create-step",
+            "1000",
+        ],
+        vec!["segment", "create", "--tag", tag, "--step", "1000"],
+        vec!["next", "-n", "10"],
+    ] {
+        let mut args = args;
+        args.extend(["--store", &url]);
+        let run = machine.uidgen(&args);
+        assert!(
+            !run.status.success(),
+            "{args:?} succeeded after the restart"
+        );
+        never_repeats(&before, &run, "after the restart");
+    }
+    // The runbook: repair, then go on, repeating nothing.
+    let repaired = machine.uidgen(&["store", "repair", "--store", &url]);
+    assert!(
+        repaired.status.success(),
+        "{}",
+        String::from_utf8_lossy(&repaired.stderr)
+    );
+    let report = String::from_utf8_lossy(&repaired.stdout);
+    assert!(
+        report.contains(tag) && report.contains("created again"),
+        "{report}"
+    );
+    let run = machine.uidgen(&[
+        "segment", "next", "--tag", tag, "-n", "5000", "--store", &url,
+    ]);
+    before.extend(never_repeats(&before, &run, "after the repair").expect("it goes on"));
+    let run = machine.uidgen(&["next", "-n", "100000", "--store", &url]);
+    never_repeats(&snowflakes, &run, "snowflake after the repair").expect("it goes on");
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn flushall_is_refused_and_a_redis_that_keeps_nothing_needs_the_opt_in() {
+    let redis = PrivateRedis::start();
+    let machine = Machine::new();
+    let url = redis.url();
+    let before: HashSet<u64> = machine
+        .ids(&["next", "-n", "100000", "--store", &url])
+        .into_iter()
+        .collect();
+    redis_cli(redis.port, &["FLUSHALL"]);
+    let run = machine.uidgen(&["next", "-n", "1000", "--store", &url]);
+    assert!(!run.status.success());
+    never_repeats(&before, &run, "after FLUSHALL");
+
+    let bare = format!("redis://127.0.0.1:{}", redis.port);
+    let run = machine.uidgen(&["next", "-n", "1", "--store", &bare]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && stderr.contains("accept_data_loss=true"),
+        "{stderr}"
+    );
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_failover_to_a_replica_that_missed_writes_never_repeats() {
+    let primary = PrivateRedis::start();
+    let replica = PrivateRedis::start_as(Some(primary.port));
+    // The clients reach the primary through one address, which the failover moves.
+    let front = relay::Relay::to(format!("127.0.0.1:{}", primary.port).parse().unwrap());
+    let url = format!("redis://{}/?accept_data_loss=true", front.addr);
+    let machine = Machine::new();
+    let tag = "order";
+    machine.ok(&[
+        "segment", "create", "--tag", tag, "--step", "1000", "--store", &url,
+    ]);
+    let mut before: HashSet<u64> = machine
+        .ids(&[
+            "segment", "next", "--tag", tag, "-n", "3000", "--store", &url,
+        ])
+        .into_iter()
+        .collect();
+    // The replica has all of that, then stops following: it misses what comes next.
+    let started = Instant::now();
+    while redis_cli(
+        replica.port,
+        &["HGET", &format!("uidgen:segment:{tag}"), "max_id"],
+    ) != redis_cli(
+        primary.port,
+        &["HGET", &format!("uidgen:segment:{tag}"), "max_id"],
+    ) {
+        assert!(started.elapsed() < Duration::from_secs(10), "replication");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    redis_cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
+    before.extend(machine.ids(&[
+        "segment", "next", "--tag", tag, "-n", "3000", "--store", &url,
+    ]));
+    front.point_to(format!("127.0.0.1:{}", replica.port).parse().unwrap());
+    let run = machine.uidgen(&[
+        "segment", "next", "--tag", tag, "-n", "3000", "--store", &url,
+    ]);
+    never_repeats(&before, &run, "after the failover").expect("it goes on above");
+}
+
+/// Where `uidgen` would keep its memory for a home: a sanity check of the test's setup.
+#[test]
+fn each_machine_keeps_its_memory_in_its_state_folder() {
+    let machine = Machine::new();
+    let place = Place::sqlite();
+    machine.ok(&[
+        "segment",
+        "create",
+        "--tag",
+        "t",
+        "--step",
+        "10",
+        "--store",
+        &place.url(),
+    ]);
+    machine.ids(&[
+        "segment",
+        "next",
+        "--tag",
+        "t",
+        "-n",
+        "5",
+        "--store",
+        &place.url(),
+    ]);
+    let files: Vec<PathBuf> = std::fs::read_dir(machine.home.path().join("stores"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "state"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(text.contains("\tt\t"), "{text}");
+}
