@@ -107,7 +107,6 @@ enum Place {
         url: String,
         db: String,
     },
-    Redis(PrivateRedis),
 }
 
 enum Snapshot {
@@ -149,7 +148,6 @@ impl Place {
         match self {
             Place::Sqlite(dir) => dir.path().join("ids.sqlite3").display().to_string(),
             Place::Sql { url, .. } => url.clone(),
-            Place::Redis(redis) => redis.url(),
         }
     }
 
@@ -217,7 +215,6 @@ impl Place {
                 );
                 Snapshot::Dump(out.stdout)
             }
-            Place::Redis(_) => unreachable!("Redis loses data by restarting"),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `uidgen serve` as a process: SIGTERM gives back and releases, nothing logs a token,
-//! /readyz follows the store, and a Tinyid-protocol Java client written for these tests
-//! (server/tests/tinyid-protocol-client) draws from two services.
+//! /readyz says what each source can serve across a store cut, snowflake IDs heal after
+//! a cut or a pause on a new lease, and a Tinyid-protocol Java client written for these
+//! tests (server/tests/tinyid-protocol-client) draws from two services.
 
 mod common;
 #[path = "../../tests/support/relay.rs"]
@@ -217,44 +218,98 @@ fn flags_that_cannot_be_used_are_refused_before_anything_starts() {
 
 #[cfg(feature = "mysql")]
 #[test]
-fn readyz_is_503_naming_the_store_while_it_is_cut_and_200_when_it_is_back() {
+fn a_store_cut_for_a_minute_leaves_fetched_tags_serving_and_snowflake_ids_heal_within_a_lease_ttl()
+{
     // `via` also says where the URL points: the relay forwards there.
     let (_, upstream) = relay::via(&servers::mysql_url(), "127.0.0.1:1".parse().unwrap());
     let relay = relay::Relay::to(upstream);
     let (url, _) = relay::via(&servers::mysql_url(), relay.addr);
-    let table_free_tag = format!("ready-{}", servers::random_suffix());
-    let server = Serve::start(&["--store", &url, "--tag", &table_free_tag], &[]);
+    let tag = format!("ready-{}", servers::random_suffix());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    const TTL: Duration = Duration::from_secs(3);
+    std::fs::write(&config, format!("lease_ttl_ms = {}\n", TTL.as_millis())).unwrap();
+    let server = Serve::start(
+        &[
+            "--store",
+            &url,
+            "--tag",
+            &tag,
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    );
     let readyz = || curl(&[&server.url("/readyz")]);
-    assert_eq!(readyz().0, 200, "{}", readyz().1);
+    let (status, body) = readyz();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("snowflake: ok"), "{body}");
+    let (status, body) = curl(&[&server.url("/v1/snowflake?count=100")]);
+    assert_eq!(status, 200, "{body}");
+    let before = *ids_of(&body).last().unwrap();
+
     relay.cut();
     let cut_at = Instant::now();
-    let (status, body) = loop {
-        let (status, body) = readyz();
-        if status == 503 || cut_at.elapsed() > Duration::from_secs(15) {
-            break (status, body);
+    let mut tag_ids = Vec::new();
+    let mut snowflake_refused = false;
+    while cut_at.elapsed() < Duration::from_secs(60) {
+        // The tag's fetched ranges keep answering through the whole cut.
+        let (status, body) = curl(&[&server.url(&format!("/v1/segment/{tag}"))]);
+        assert_eq!(
+            status,
+            200,
+            "tag refused {:?} into the cut: {body}",
+            cut_at.elapsed()
+        );
+        tag_ids.extend(ids_of(&body));
+        if cut_at.elapsed() > TTL + Duration::from_secs(2) {
+            let (status, _) = curl(&[&server.url("/v1/snowflake")]);
+            snowflake_refused |= status == 503;
+            // Ready (a tag can serve), saying what cannot.
+            let (status, body) = readyz();
+            assert_eq!(status, 200, "{body}");
+            assert!(body.contains("snowflake: cannot serve"), "{body}");
+            assert!(
+                body.contains(&format!("tag {tag:?}:")) && body.contains("IDs fetched"),
+                "{body}"
+            );
+            assert!(body.contains("MySQL") || body.contains("mysql"), "{body}");
         }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert_eq!(
-        status, 503,
-        "still ready 15 s after the store was cut: {body}"
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    assert!(
+        snowflake_refused,
+        "snowflake IDs went on past the lease with the store cut"
     );
-    assert!(body.contains("MySQL") || body.contains("mysql"), "{body}");
+    assert!(tag_ids.windows(2).all(|w| w[0] < w[1]), "{tag_ids:?}");
+
     relay.restore();
     let back_at = Instant::now();
-    loop {
-        let (status, body) = readyz();
+    let after = loop {
+        let (status, body) = curl(&[&server.url("/v1/snowflake")]);
         if status == 200 {
-            break;
+            break ids_of(&body)[0];
         }
         assert!(
-            back_at.elapsed() < Duration::from_secs(30),
-            "not ready 30 s after the store came back: {body}"
+            back_at.elapsed() < TTL + Duration::from_secs(2),
+            "no snowflake IDs {:?} after the store came back: {body}",
+            back_at.elapsed()
         );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(after > before, "{after} after {before}");
+    let (status, body) = readyz();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("snowflake: ok"), "{body}");
     let (status, _) = curl(&[&server.url("/healthz")]);
     assert_eq!(status, 200);
+    let (_, metrics) = curl(&[&server.url("/metrics")]);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("uidgen_leases_taken_again_total") && !l.ends_with(" 0")),
+        "{metrics}"
+    );
 }
 
 /// Compiles the Tinyid-protocol client written for these tests, its driver and its
@@ -518,7 +573,7 @@ fn while_starting_healthz_is_200_and_readyz_and_the_id_routes_are_503() {
 }
 
 #[test]
-fn a_service_paused_past_its_lease_stops_serving_snowflake_ids_and_says_it_was_paused() {
+fn a_service_paused_past_its_lease_says_it_was_paused_and_serves_again_on_a_new_lease() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("ids.sqlite3");
     let config = dir.path().join("serve.toml");
@@ -534,6 +589,7 @@ fn a_service_paused_past_its_lease_stops_serving_snowflake_ids_and_says_it_was_p
     );
     let (status, body) = curl(&[&server.url("/v1/snowflake?count=10")]);
     assert_eq!(status, 200, "{body}");
+    let before = *ids_of(&body).last().unwrap();
     let pid = server.child.id() as libc::pid_t;
     // SAFETY: kill(2) on our own child's pid; no memory is shared.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
@@ -541,24 +597,31 @@ fn a_service_paused_past_its_lease_stops_serving_snowflake_ids_and_says_it_was_p
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let resumed = Instant::now();
-    let (status, body) = loop {
+    // It heals by itself: a new lease, above every ID made before the pause.
+    let after = loop {
         let (status, body) = curl(&[&server.url("/v1/snowflake")]);
-        if status != 200 || resumed.elapsed() > Duration::from_secs(5) {
-            break (status, body);
+        if status == 200 {
+            let id = ids_of(&body)[0];
+            if id > before {
+                break id;
+            }
         }
+        assert!(
+            resumed.elapsed() < Duration::from_secs(5),
+            "no snowflake IDs 5 s after the pause: {status} {body}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(
-        status, 503,
-        "still serving 5 s after a pause past the lease: {body}"
-    );
-    assert!(
-        body.contains("lapsed while this process was not running"),
-        "{body}"
-    );
+    assert!(after > before);
     let (status, body) = curl(&[&server.url("/readyz")]);
-    assert_eq!(status, 503);
-    assert!(body.contains("not running"), "{body}");
+    assert_eq!(status, 200, "{body}");
+    let (exit, stderr) = server.terminate();
+    assert!(exit.success(), "{stderr}");
+    assert!(
+        stderr.contains("lapsed while this process was not running"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("took a new lease"), "{stderr}");
 }
 
 #[test]

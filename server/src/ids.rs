@@ -63,7 +63,17 @@ pub enum StartError {
 /// The service's ID sources and state, shared by every request.
 pub struct Ids {
     pub(crate) config: Config,
-    snowflake: CachedUidGenerator,
+    /// Replaced by one on a new lease when the old lease is lost (the store failed past
+    /// it, a pause, a store that lost data), once the store lets it be taken.
+    snowflake: arc_swap::ArcSwap<CachedUidGenerator>,
+    /// Where the snowflake generator's leases come from, and its layout.
+    lease_url: StoreUrl,
+    bits: BitsAllocator,
+    /// When a lost lease was last tried again, in ms since `started`.
+    healed_at: AtomicU64,
+    /// The counters of snowflake generators replaced after a lost lease: renewals,
+    /// renewal failures, clock rollbacks, rejected takes (metrics never go down).
+    retired: std::sync::Mutex<[u64; 4]>,
     store: Arc<dyn SegmentStore>,
     segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
     /// The period tags, set up at start.
@@ -87,7 +97,7 @@ impl std::fmt::Debug for Ids {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ids")
             .field("store", &self.store)
-            .field("worker_id", &self.snowflake.worker_id())
+            .field("worker_id", &self.snowflake.load().worker_id())
             .finish_non_exhaustive()
     }
 }
@@ -111,17 +121,14 @@ impl Ids {
             }
         })?;
         let bits = BitsAllocator::preset(preset)?;
-        let lease = WorkerLease::builder(url.lease_store()?)
-            .ttl(Duration::from_millis(config.lease_ttl_ms))
-            .acquire(&bits)?;
-        let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
-        if config.max_time_ahead_ms > 0 {
-            builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));
-        }
-        let snowflake = builder.build()?;
+        let snowflake = build_snowflake(&url, bits, &config)?;
         let store: Arc<dyn SegmentStore> = Arc::from(url.segment_store()?);
         let mut ids = Self {
-            snowflake,
+            snowflake: arc_swap::ArcSwap::from_pointee(snowflake),
+            lease_url: url,
+            bits,
+            healed_at: AtomicU64::new(0),
+            retired: std::sync::Mutex::new([0; 4]),
             store,
             segments: RwLock::new(HashMap::new()),
             periods: HashMap::new(),
@@ -164,9 +171,54 @@ impl Ids {
         Ok(ids)
     }
 
-    /// The snowflake generator.
-    pub fn snowflake(&self) -> &CachedUidGenerator {
-        &self.snowflake
+    /// The snowflake generator (a new one after a lost lease was taken again).
+    pub fn snowflake(&self) -> Arc<CachedUidGenerator> {
+        self.snowflake.load_full()
+    }
+
+    /// Takes a new lease for the snowflake routes if the old one was lost and a second
+    /// has passed since the last try: the service heals by itself once the store lets
+    /// it (a store back after an outage, a process resumed after a pause, a store
+    /// repaired after it lost data). Blocks (store calls).
+    pub(crate) fn heal_snowflake(&self) {
+        let Some(why) = self.snowflake.load().worker_id_lost() else {
+            return;
+        };
+        if self.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.healed_at.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < 1000 {
+            return;
+        }
+        self.healed_at.store(now.max(1), Ordering::Relaxed);
+        match build_snowflake(&self.lease_url, self.bits, &self.config) {
+            Ok(generator) => {
+                let old = self.snowflake.swap(Arc::new(generator));
+                let stats = old.stats();
+                let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+                for (total, more) in retired.iter_mut().zip([
+                    stats.lease_renewals,
+                    stats.lease_renewal_failures,
+                    stats.clock_rollbacks,
+                    stats.rejected_takes,
+                ]) {
+                    *total += more;
+                }
+                self.metrics.leases_taken_again.inc();
+                // WARN: a lease lost and taken again is worth an operator's look.
+                tracing::warn!(
+                    lost_worker_id = old.worker_id(),
+                    worker_id = self.snowflake.load().worker_id(),
+                    lost = %why,
+                    "uidgen serve took a new lease: snowflake IDs are served again"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "uidgen serve cannot take a new lease yet; retrying every second")
+            }
+        }
     }
 
     /// The opaque-ID keys, if configured.
@@ -176,7 +228,7 @@ impl Ids {
 
     /// The snowflake layout.
     pub fn layout(&self) -> &BitsAllocator {
-        self.snowflake.allocator()
+        &self.bits
     }
 
     /// `count` snowflake IDs, in increasing order; waits (without blocking the runtime)
@@ -184,12 +236,12 @@ impl Ids {
     pub(crate) async fn snowflake_ids(&self, count: usize) -> Result<Vec<u64>, ApiError> {
         let mut out = vec![0u64; count];
         let mut filled = 0;
+        let snowflake = self.snowflake.load_full();
         while filled < count {
-            match self.snowflake.try_next_uids(&mut out[filled..]) {
+            match snowflake.try_next_uids(&mut out[filled..]) {
                 Ok(n) => filled += n,
                 Err(UidError::WouldBlock { .. }) => {
-                    out[filled] = self
-                        .snowflake
+                    out[filled] = snowflake
                         .next_uid_async()
                         .await
                         .map_err(|e| self.id_error(e))?;
@@ -448,17 +500,59 @@ impl Ids {
         }
     }
 
-    /// Why the service is not ready, if it is not: the worker ID's lease in trouble,
-    /// the ring empty, or the store not answering.
-    pub fn not_ready(&self) -> Option<String> {
+    /// What each ID source can serve now, one line each (snowflake, every tag, the
+    /// store, the last data loss found), and whether any can: the service is ready while
+    /// at least one configured source can serve.
+    pub fn readiness(&self) -> (bool, String) {
         if self.shutting_down.load(Ordering::Relaxed) {
-            return Some("shutting down".into());
+            return (false, "shutting down\n".into());
         }
-        if let Some(why) = self.snowflake.worker_id_trouble() {
-            return Some(format!("worker ID {}: {why}", self.snowflake.worker_id()));
+        let mut lines = Vec::new();
+        let snowflake = self.snowflake.load();
+        let snowflake_ok = match snowflake.worker_id_trouble() {
+            Some(why) => {
+                lines.push(format!(
+                    "snowflake: cannot serve new IDs (worker ID {}): {why}",
+                    snowflake.worker_id()
+                ));
+                false
+            }
+            None if snowflake.stats().len == 0 => {
+                lines.push(format!(
+                    "snowflake: the ring is empty (worker ID {}, {:.1} s ahead of the clock)",
+                    snowflake.worker_id(),
+                    snowflake.time_ahead().as_secs_f64()
+                ));
+                false
+            }
+            None => {
+                lines.push(format!(
+                    "snowflake: ok (worker ID {})",
+                    snowflake.worker_id()
+                ));
+                true
+            }
+        };
+        let mut any_ok = snowflake_ok;
+        let mut tag_line = |tag: &str, left: u64, error: Option<String>| {
+            any_ok |= left > 0;
+            lines.push(match (left, error) {
+                (0, Some(e)) => format!("tag {}: cannot serve: {e}", shown_tag(tag)),
+                (0, None) => format!("tag {}: no IDs fetched yet", shown_tag(tag)),
+                (left, Some(e)) => format!(
+                    "tag {}: serving the {left} IDs fetched; the store is failing: {e}",
+                    shown_tag(tag)
+                ),
+                (left, None) => format!("tag {}: ok ({left} IDs fetched)", shown_tag(tag)),
+            });
+        };
+        for (tag, generator) in read(&self.segments).iter() {
+            let stats = generator.stats();
+            tag_line(tag, stats.ids_left, stats.store_error);
         }
-        if self.snowflake.stats().len == 0 {
-            return Some("the snowflake ring is empty".into());
+        for tag in self.periods.keys().chain(self.residues.keys()) {
+            // Served from rows and stores of their own: counted as able to serve.
+            tag_line(tag, 1, None);
         }
         let ok_at = self.store_ok_at.load(Ordering::Relaxed);
         let now = self.started.elapsed().as_millis() as u64;
@@ -466,28 +560,48 @@ impl Ids {
             let why = read(&self.store_error)
                 .clone()
                 .unwrap_or_else(|| format!("no answer for {} ms", now.saturating_sub(ok_at)));
-            return Some(format!("the store ({}): {why}", self.store.describe()));
+            lines.push(format!("store {}: {why}", self.store.describe()));
+        } else {
+            lines.push(format!("store {}: ok", self.store.describe()));
         }
-        None
+        if let Some(loss) = uidgen::last_data_loss() {
+            lines.push(format!("data loss found: {loss}"));
+        }
+        let mut report = lines.join("\n");
+        report.push('\n');
+        (any_ok, report)
+    }
+
+    /// Why the service is not ready, if it is not (no configured ID source can serve):
+    /// what each source says.
+    pub fn not_ready(&self) -> Option<String> {
+        let (ready, report) = self.readiness();
+        (!ready).then_some(report)
     }
 
     /// Refreshes the gauges and copied counters, then encodes every metric.
     pub(crate) fn metrics_text(&self) -> String {
         use crate::metrics::{set_counter, TagLabel};
         let m = &self.metrics;
-        let stats = self.snowflake.stats();
+        let snowflake = self.snowflake.load();
+        let stats = snowflake.stats();
+        let retired = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
         m.ring_ids.set(stats.len as i64);
         m.ring_capacity.set(stats.capacity as i64);
-        m.time_ahead.set(self.snowflake.time_ahead().as_secs_f64());
-        set_counter(&m.lease_renewals, stats.lease_renewals);
-        set_counter(&m.lease_renewal_failures, stats.lease_renewal_failures);
-        set_counter(&m.clock_rollbacks, stats.clock_rollbacks);
+        m.time_ahead.set(snowflake.time_ahead().as_secs_f64());
+        set_counter(&m.lease_renewals, retired[0] + stats.lease_renewals);
+        set_counter(
+            &m.lease_renewal_failures,
+            retired[1] + stats.lease_renewal_failures,
+        );
+        set_counter(&m.clock_rollbacks, retired[2] + stats.clock_rollbacks);
         set_counter(
             &m.rejected_takes.get_or_create(&TagLabel {
                 tag: SNOWFLAKE_GRANT.into(),
             }),
-            stats.rejected_takes,
+            retired[3] + stats.rejected_takes,
         );
+        set_counter(&m.store_data_loss, uidgen::data_loss_events());
         for (tag, generator) in read(&self.segments).iter() {
             let stats = generator.stats();
             let label = TagLabel { tag: tag.clone() };
@@ -527,6 +641,22 @@ impl Ids {
             }
         }
     }
+}
+
+/// The snowflake routes' generator on a worker ID leased from `url`.
+fn build_snowflake(
+    url: &StoreUrl,
+    bits: BitsAllocator,
+    config: &Config,
+) -> Result<CachedUidGenerator, StartError> {
+    let lease = WorkerLease::builder(url.lease_store()?)
+        .ttl(Duration::from_millis(config.lease_ttl_ms))
+        .acquire(&bits)?;
+    let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
+    if config.max_time_ahead_ms > 0 {
+        builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));
+    }
+    Ok(builder.build()?)
 }
 
 /// The tag's generator, creating the tag with base step `create` if asked.

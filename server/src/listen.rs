@@ -115,7 +115,11 @@ fn starting() -> Router {
 async fn probe_store(ids: Arc<Ids>) {
     loop {
         let probing = Arc::clone(&ids);
-        let _ = tokio::task::spawn_blocking(move || probing.probe_store()).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            probing.probe_store();
+            probing.heal_snowflake();
+        })
+        .await;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
@@ -180,7 +184,7 @@ pub async fn run(
                 }
                 Err(_) => return,
             };
-            tracing::info!(%bound, worker_id = uidgen::UidGenerator::worker_id(ids.snowflake()), "serving");
+            tracing::info!(%bound, worker_id = uidgen::UidGenerator::worker_id(&*ids.snowflake()), "serving");
             on_ready(bound);
             let probe = tokio::spawn(probe_store(Arc::clone(&ids)));
             *ids_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);

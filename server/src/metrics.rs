@@ -58,6 +58,8 @@ pub(crate) struct Metrics {
     pub(crate) segment_ids_left: Family<TagLabel, Gauge>,
     pub(crate) segment_runway: Family<TagLabel, FloatGauge>,
     pub(crate) ready: Gauge,
+    pub(crate) store_data_loss: Counter,
+    pub(crate) leases_taken_again: Counter,
 }
 
 impl Metrics {
@@ -78,6 +80,8 @@ impl Metrics {
             segment_ids_left: Family::default(),
             segment_runway: Family::default(),
             ready: Gauge::default(),
+            store_data_loss: Counter::default(),
+            leases_taken_again: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -149,6 +153,17 @@ impl Metrics {
             "ready",
             "1 while /readyz answers 200",
             metrics.ready.clone(),
+        );
+        registry.register(
+            "store_data_loss",
+            "Times a store was found to have lost data (a range below one handed out, an \
+             identity changed or gone, a lease row gone); /readyz names the last",
+            metrics.store_data_loss.clone(),
+        );
+        registry.register(
+            "leases_taken_again",
+            "Times the snowflake routes took a new lease after theirs was lost",
+            metrics.leases_taken_again.clone(),
         );
         Self {
             registry,

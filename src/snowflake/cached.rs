@@ -544,6 +544,13 @@ impl CachedUidGenerator {
         state.failure().or_else(|| state.trouble())
     }
 
+    /// Why this generator will never make new IDs again, if so: its worker ID's lease was
+    /// lost, expired or given up (a store that failed past the lease, a pause, a store
+    /// that lost data). A service then builds a new generator on a new lease.
+    pub fn worker_id_lost(&self) -> Option<String> {
+        self.mark.state().failure()
+    }
+
     /// Slots in the ring.
     pub fn capacity(&self) -> usize {
         self.ring.capacity()

@@ -12,14 +12,15 @@ pub(super) async fn healthz() -> Response {
     text(StatusCode::OK, "ok\n".into())
 }
 
-/// `GET /readyz`: 200 while the worker ID's lease holds, the ring has IDs and the store
-/// answered within the last 3 s; 503 naming what is wrong otherwise.
+/// `GET /readyz`: 200 while at least one configured ID source can serve (the snowflake
+/// ring on a live lease, a tag with fetched IDs), 503 when none can; either way a line
+/// per source says what it can serve, then the store and the last data loss found.
 pub(super) async fn readyz(State(ids): State<Arc<Ids>>) -> Response {
-    match ids.not_ready() {
-        None => text(StatusCode::OK, "ready\n".into()),
-        Some(why) => text(
+    match ids.readiness() {
+        (true, report) => text(StatusCode::OK, format!("ready\n{report}")),
+        (false, report) => text(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {why}\n"),
+            format!("not ready:\n{report}"),
         ),
     }
 }
