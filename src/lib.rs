@@ -119,6 +119,7 @@ mod generator;
 mod layout;
 #[cfg(feature = "opaque")]
 mod opaque;
+mod process;
 mod segment;
 mod snowflake;
 mod store;
@@ -152,8 +153,6 @@ pub use snowflake::{
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RollbackStrategy,
     DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
-#[cfg(feature = "sqlite")]
-pub use store::guard::default_store_memory_dir;
 pub use store::guard::{
     data_loss_events, last_data_loss, remember_stores_in, RepairReport, REPAIR_MARGIN,
 };
@@ -163,6 +162,8 @@ pub use store::redact_url;
 pub use store::segment::{
     check_segment_tag, SegmentStore, TagRecord, MAX_BASE_STEP, MAX_DESCRIPTION_LEN, MAX_TAG_LEN,
 };
+#[cfg(feature = "sqlite")]
+pub use store::sqlite::default_store_memory_dir;
 pub use store::{is_credential_key, Cause, StoreError, StoreKind, StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "mysql")]
 pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA};

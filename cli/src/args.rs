@@ -225,8 +225,9 @@ pub(crate) enum StoreAction {
         #[arg(long, default_value_t = uidgen::REPAIR_MARGIN, value_name = "IDS")]
         margin: u64,
         /// The largest time any process borrowed ahead of the clock, in seconds (`uidgen
-        /// serve` caps it at 5 s by default): every lease starts at least this far ahead.
-        #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_sample)]
+        /// serve` caps it at 5 s by default; raise it if a process ran with a larger cap or
+        /// none): every lease starts at least this far past now.
+        #[arg(long, default_value = "5", value_name = "SECONDS", value_parser = parse_sample)]
         ahead: Duration,
         #[command(flatten)]
         store: SegmentStoreArgs,

@@ -644,3 +644,164 @@ fn each_machine_keeps_its_memory_in_its_state_folder() {
     let text = std::fs::read_to_string(&files[0]).unwrap();
     assert!(text.contains("\tt\t"), "{text}");
 }
+
+/// `uidgen serve` on this machine's state folder.
+fn serve(machine: &Machine, args: &[&str], envs: &[(&str, &str)]) -> common::serve::Serve {
+    let state = machine.home.path().join("stores");
+    let mut all = vec![("UIDGEN_STATE_DIR", state.to_str().unwrap())];
+    all.extend_from_slice(envs);
+    common::serve::Serve::start(args, &all)
+}
+
+/// The range `[first, first + count)` a `/v1/segment/{tag}/range` answer names.
+fn range_of(body: &str) -> std::ops::Range<u64> {
+    let value: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{body}"));
+    let first = value["first"].as_u64().unwrap_or_else(|| panic!("{body}"));
+    let count = value["count"].as_u64().unwrap_or_else(|| panic!("{body}"));
+    first..first + count
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_running_service_whose_redis_is_flushed_stops_says_so_and_heals_after_the_repair() {
+    use common::serve::{curl, ids_of};
+    let redis = PrivateRedis::start();
+    let url = redis.url();
+    let machine = Machine::new();
+    machine.ok(&[
+        "segment", "create", "--tag", "order", "--step", "1000", "--store", &url,
+    ]);
+    let a = serve(&machine, &["--store", &url, "--tag", "order"], &[]);
+    let mut before = HashSet::new();
+    let (status, body) = curl(&[&a.url("/v1/snowflake?count=1000")]);
+    assert_eq!(status, 200, "{body}");
+    before.extend(ids_of(&body));
+    let (status, body) = curl(&["-X", "POST", &a.url("/v1/segment/order/range?count=100")]);
+    assert_eq!(status, 200, "{body}");
+    before.extend(range_of(&body));
+
+    redis_cli(redis.port, &["FLUSHALL"]);
+    // Within about a second the service sees the identity gone: snowflake IDs stop, ranges
+    // are refused, /readyz and /metrics say so, and the store carries word of it.
+    let flushed = Instant::now();
+    loop {
+        let (status, _) = curl(&[&a.url("/v1/snowflake")]);
+        if status == 503 {
+            break;
+        }
+        assert!(
+            flushed.elapsed() < Duration::from_secs(5),
+            "still serving snowflake IDs"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, body) = curl(&["-X", "POST", &a.url("/v1/segment/order/range?count=100")]);
+    assert_ne!(status, 200, "a range after the flush: {body}");
+    assert!(body.contains("lost data"), "{body}");
+    let (_, ready) = curl(&[&a.url("/readyz")]);
+    assert!(ready.contains("data loss found"), "{ready}");
+    let (_, metrics) = curl(&[&a.url("/metrics")]);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("uidgen_store_data_loss_total") && !l.ends_with(" 0")),
+        "{metrics}"
+    );
+    assert!(!redis_cli(redis.port, &["HGET", "uidgen:store", "lost"]).is_empty());
+
+    // A service on another machine, with no memory of its own, refuses it too.
+    let other = Machine::new();
+    let mut b = Command::new(env!("CARGO_BIN_EXE_uidgen"));
+    common::clean(&mut b)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &url])
+        .env("HOME", other.home.path());
+    let out = b.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("lost data"),
+        "{stderr}"
+    );
+
+    // The runbook: repair; the running service takes from the store again by itself.
+    machine.ok(&["store", "repair", "--store", &url]);
+    let repaired = Instant::now();
+    let after = loop {
+        let (status, body) = curl(&[&a.url("/v1/snowflake?count=1000")]);
+        if status == 200 {
+            break ids_of(&body);
+        }
+        assert!(
+            repaired.elapsed() < Duration::from_secs(8),
+            "not healed: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (status, body) = curl(&["-X", "POST", &a.url("/v1/segment/order/range?count=100")]);
+    assert_eq!(status, 200, "{body}");
+    for id in after.into_iter().chain(range_of(&body)) {
+        assert!(!before.contains(&id), "{id} handed out again");
+    }
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn ranges_tinyid_and_a_second_service_after_a_counter_set_back_never_repeat() {
+    use common::serve::curl;
+    let place = Place::mariadb();
+    let url = place.url();
+    let machine = Machine::new();
+    machine.ok(&[
+        "segment", "create", "--tag", "t", "--step", "1000", "--store", &url,
+    ]);
+    let token = "data-loss-token-0123456789abcdef";
+    let tokens = format!("{token}=t");
+    let envs = [("UIDGEN_TOKENS", tokens.as_str())];
+    let a = serve(&machine, &["--store", &url], &envs);
+    let range = |server: &common::serve::Serve| {
+        let (status, body) = curl(&[
+            "-X",
+            "POST",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            &server.url("/v1/segment/t/range?count=1000"),
+        ]);
+        assert_eq!(status, 200, "{body}");
+        range_of(&body)
+    };
+    let tinyid = |server: &common::serve::Serve| {
+        let (status, body) = curl(&[
+            "-X",
+            "POST",
+            &server.url(&format!(
+                "/tinyid/id/nextSegmentIdSimple?token={token}&bizType=t"
+            )),
+        ]);
+        assert_eq!(status, 200, "{body}");
+        let fields: Vec<u64> = body.trim().split(',').map(|f| f.parse().unwrap()).collect();
+        fields[0] + 1..fields[2] + 1
+    };
+    let mut before: HashSet<u64> = HashSet::new();
+    for _ in 0..3 {
+        before.extend(range(&a));
+        before.extend(tinyid(&a));
+    }
+    place.sql("UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = 't'", true);
+    for got in [range(&a), tinyid(&a)] {
+        assert!(
+            got.clone().all(|id| !before.contains(&id)),
+            "{got:?} repeats"
+        );
+        before.extend(got);
+    }
+    // A second service, on another machine, also goes on above.
+    let other = Machine::new();
+    let b = serve(&other, &["--store", &url], &envs);
+    for got in [range(&b), tinyid(&b)] {
+        assert!(
+            got.clone().all(|id| !before.contains(&id)),
+            "{got:?} repeats"
+        );
+    }
+    let (_, ready) = curl(&[&a.url("/readyz")]);
+    assert!(ready.contains("data loss found"), "{ready}");
+}

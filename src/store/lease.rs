@@ -50,6 +50,14 @@ pub trait LeaseStore: Send + Sync + fmt::Debug + 'static {
     fn on_data_loss(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
         let _ = hook;
     }
+
+    /// Says that `holder`, whose lease on `worker_id` was just given up (lost, or not
+    /// renewed in time), used ticks only up to `mark_ms`: below the mark recorded ahead
+    /// of them. A store that keeps marks of its own in the process may lower them to it;
+    /// the store's own mark is left as it is.
+    fn note_used(&self, worker_id: u64, holder: &str, mark_ms: u64) {
+        let _ = (worker_id, holder, mark_ms);
+    }
 }
 
 /// What [`LeaseStore::acquire`] is asked for.
@@ -163,6 +171,9 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Box<S> {
     }
     fn on_data_loss(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
         (**self).on_data_loss(hook)
+    }
+    fn note_used(&self, worker_id: u64, holder: &str, mark_ms: u64) {
+        (**self).note_used(worker_id, holder, mark_ms)
     }
 }
 

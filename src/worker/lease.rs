@@ -5,6 +5,7 @@
 use super::mark::MarkState;
 use super::WorkerIdError;
 use crate::layout::BitsAllocator;
+use crate::process::holder_identity;
 use crate::store::lease::{Acquired, LeaseRequest, LeaseStore};
 use crate::store::StoreError;
 use crate::sync::outside_loom::{lock, Mutex};
@@ -15,30 +16,6 @@ use std::time::{Duration, Instant};
 
 /// Default lease length: a holder that dies keeps its worker ID from others this long.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
-
-/// This process's identity for leases: host name, process ID and a random number (so
-/// two containers that both run as pid 1 differ).
-pub fn holder_identity() -> String {
-    format!(
-        "{}/{}/{:016x}",
-        host_name(),
-        std::process::id(),
-        super::random_u64()
-    )
-}
-
-fn host_name() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_owned())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
-}
 
 /// Settings for a [`WorkerLease`]; start from [`WorkerLease::builder`].
 #[derive(Debug)]
@@ -176,11 +153,10 @@ impl WorkerLeaseBuilder {
             Err(e) => return Err(e.into()),
         }
         // A store found to have lost data stops the lease at once, not at its renewal.
-        let state = Arc::downgrade(&lease.inner.state);
+        let inner = Arc::downgrade(&lease.inner);
         lease.inner.store.on_data_loss(Box::new(move |why| {
-            if let Some(state) = state.upgrade() {
-                tracing::error!("uidgen stops starting new ticks: {why}");
-                state.revoke(why.to_owned());
+            if let Some(inner) = inner.upgrade() {
+                inner.give_up(why.to_owned());
             }
         }));
         let mut lease = lease;
@@ -401,6 +377,16 @@ impl Drop for WorkerLease {
 }
 
 impl Inner {
+    /// Stops new ticks for good (logging why), and tells the store how far the ticks
+    /// really went, so a new lease here need not start above the mark recorded ahead.
+    fn give_up(&self, why: String) {
+        tracing::error!("uidgen stops starting new ticks: {why}");
+        if let Some(used) = self.state.revoke(why) {
+            self.store
+                .note_used(self.worker_id, &self.holder, mark_of(&self.bits, used));
+        }
+    }
+
     /// The tick to record next: this far ahead of the clock, or of the ticks in use if
     /// those are ahead (borrowed by the cached generator).
     fn target_tick(&self) -> u64 {
@@ -529,8 +515,7 @@ impl Inner {
                     self.store.describe(),
                     failing.as_deref().unwrap_or("no answer in time")
                 );
-                tracing::error!("uidgen stops starting new ticks: {why}");
-                self.state.revoke(why);
+                self.give_up(why);
                 return;
             }
             let wait = next_renew.min(lapse).saturating_duration_since(now);
@@ -557,8 +542,7 @@ impl Inner {
                         self.worker_id,
                         self.store.describe()
                     );
-                    tracing::error!("uidgen stops starting new ticks: {why}");
-                    self.state.revoke(why);
+                    self.give_up(why);
                     return;
                 }
                 // The loop's top gives the lease up, naming the store's failure.
@@ -597,14 +581,12 @@ impl Inner {
                         self.worker_id,
                         self.store.describe()
                     );
-                    tracing::error!("uidgen stops starting new ticks: {why}");
-                    self.state.revoke(why);
+                    self.give_up(why);
                     return;
                 }
                 Waited::Answered(Err(WorkerIdError::Store(e @ StoreError::DataLost { .. }))) => {
                     let why = e.to_string();
-                    tracing::error!("uidgen stops starting new ticks: {why}");
-                    self.state.revoke(why);
+                    self.give_up(why);
                     return;
                 }
                 Waited::Answered(Err(e)) => {

@@ -35,9 +35,11 @@ mod mysql;
 mod node;
 mod pod;
 
+pub use crate::process::holder_identity;
+pub(crate) use crate::process::random_u64;
 #[cfg(feature = "sqlite")]
 pub use embedded::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
-pub use lease::{holder_identity, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL};
+pub use lease::{WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL};
 #[cfg(feature = "mysql")]
 pub use mysql::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SCHEMA};
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
@@ -317,20 +319,6 @@ impl WorkerIdAssigner for FixedWorkerId {
             source: "a fixed worker ID".into(),
         })
     }
-}
-
-/// A random number from the standard library's per-process random keys and the time (no
-/// random-number crate is needed for one number per launch or lease).
-pub(crate) fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.write_u32(std::process::id());
-    hasher.finish()
 }
 
 /// The guard of the one-row-per-launch registries, before any row is inserted: a layout

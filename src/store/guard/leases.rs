@@ -98,6 +98,17 @@ impl LeaseStore for GuardedLeases {
     fn on_data_loss(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
         self.shared.on_loss(hook);
     }
+
+    fn note_used(&self, worker_id: u64, _holder: &str, mark_ms: u64) {
+        // The ticks went no further: this machine's floor for the worker ID comes down to
+        // them (the store's mark, recorded ahead, stays until it is released or expires).
+        if let Err(e) = self
+            .shared
+            .record_mark(&self.scope, worker_id, mark_ms, true)
+        {
+            tracing::warn!(error = %e, worker_id, "uidgen could not note the ticks a lost lease used");
+        }
+    }
 }
 
 impl GuardedLeases {

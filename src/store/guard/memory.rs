@@ -13,7 +13,8 @@ static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Keeps what this process sees of every store it opens through a
 /// [`StoreUrl`](crate::StoreUrl) in `dir` (one small file per store), or nothing with
-/// `None`. The `uidgen` command and `uidgen serve` use [`default_store_memory_dir`].
+/// `None`. The `uidgen` command and `uidgen serve` use `stores/` beside the embedded store's file
+/// ([`default_store_memory_dir`](crate::default_store_memory_dir)).
 ///
 /// With it, a store found below what this machine saw before (a restored dump, an older
 /// SQLite file, a Redis that restarted empty) is caught even when no process that saw the
@@ -21,17 +22,6 @@ static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 /// is raised at acquire, and a store whose identity changed is refused.
 pub fn remember_stores_in(dir: Option<PathBuf>) {
     *lock(&DIR) = dir;
-}
-
-/// The default folder of [`remember_stores_in`]: `$UIDGEN_STATE_DIR`, else `stores/`
-/// beside the embedded store's file (so `UIDGEN_WORKER_DB` moves both).
-#[cfg(feature = "sqlite")]
-pub fn default_store_memory_dir() -> Option<PathBuf> {
-    match std::env::var_os("UIDGEN_STATE_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => crate::store::sqlite::default_path()
-            .and_then(|file| file.parent().map(|dir| dir.join("stores"))),
-    }
 }
 
 /// What this machine remembers of one store.

@@ -24,8 +24,6 @@ mod repair;
 mod segments;
 
 pub(crate) use self::leases::GuardedLeases;
-#[cfg(feature = "sqlite")]
-pub use self::memory::default_store_memory_dir;
 pub use self::memory::remember_stores_in;
 pub(crate) use self::memory::Memory;
 pub(crate) use self::repair::repair;
@@ -138,7 +136,7 @@ pub(crate) fn now_ms() -> u64 {
 
 /// A new identity: 16 random hex digits and the time.
 pub(crate) fn new_identity() -> String {
-    format!("{:016x} {}", crate::worker::random_u64(), now_ms())
+    format!("{:016x} {}", crate::process::random_u64(), now_ms())
 }
 
 /// Called with the reason when a store is found to have lost data.
@@ -161,6 +159,8 @@ struct State {
     identity: Option<String>,
     /// Why this process takes nothing more from the store.
     lost: Option<String>,
+    /// `lost` came from the store's own word (so it ends when a repair clears the word).
+    lost_by_word: bool,
     /// (scope, tag) → the highest range end handed out or known.
     floors: HashMap<(String, String), u64>,
     /// (scope, worker ID) → the highest mark known.
@@ -253,9 +253,6 @@ impl Shared {
     /// Checks the store's identity (adopting it on first use) and reads `extra` along
     /// in the same call; an error if the store lost data or this process saw it do so.
     pub(crate) fn check(&self, extra: &[&str]) -> Result<Vec<Option<String>>, StoreError> {
-        if let Some(why) = lock(&self.state).lost.clone() {
-            return Err(self.lost_error(&why));
-        }
         let mut names = vec![STORE_ID, LOST, REPLACES];
         names.extend_from_slice(extra);
         let mut values = self.records.get(&names)?;
@@ -266,16 +263,37 @@ impl Shared {
                 "the store carries word that it lost data ({lost}); run `uidgen store repair` \
                  against it after checking it, then start again"
             );
-            lock(&self.state).lost = Some(why.clone());
+            let mut state = lock(&self.state);
+            state.lost = Some(why.clone());
+            state.lost_by_word = true;
             return Err(self.lost_error(&why));
         }
+        {
+            let mut state = lock(&self.state);
+            if std::mem::take(&mut state.lost_by_word) {
+                state.lost = None;
+            }
+        }
         let replaces = replaces.unwrap_or_default();
-        let seen = lock(&self.state).identity.clone();
+        let (seen, lost_here) = {
+            let state = lock(&self.state);
+            (state.identity.clone(), state.lost.clone())
+        };
         match (seen, id) {
-            (Some(seen), Some(id)) if seen == id => {}
+            (Some(seen), Some(id)) if seen == id => {
+                if let Some(why) = lost_here {
+                    return Err(self.lost_error(&why));
+                }
+            }
             (Some(seen), Some(id)) if replaced(&replaces, &seen) => {
-                // Repaired meanwhile: everything was raised past what was handed out.
+                // Repaired since: everything was raised past what was handed out.
                 self.adopt(&id, &replaces)?;
+                if lock(&self.state).lost.take().is_some() {
+                    tracing::warn!(store = %self.key, "uidgen: the store was repaired; taking from it again");
+                }
+            }
+            (Some(_), _) if lost_here.is_some() => {
+                return Err(self.lost_error(&lost_here.unwrap_or_default()));
             }
             (Some(seen), id) => {
                 let what = match id {
@@ -359,19 +377,28 @@ impl Shared {
              a promoted replica); this process takes nothing more from it. After checking it, \
              run `uidgen store repair` against it, then start again"
         );
-        let (floors, marks) = {
+        {
             let mut state = lock(&self.state);
             if state.lost.is_some() {
                 return self.lost_error(&why);
             }
             state.lost = Some(why.clone());
+        }
+        report(format!("{}: {what}", self.key));
+        // Leases stop first; each notes how far its ticks really went, so the word left
+        // below carries the marks of the ticks used, not the ones recorded ahead.
+        let hooks: Vec<LossHook> = lock(&self.on_loss).drain(..).collect();
+        for hook in hooks {
+            hook(&why);
+        }
+        let (floors, marks) = {
+            let state = lock(&self.state);
             (state.floors.clone(), state.marks.clone())
         };
-        report(format!("{}: {what}", self.key));
         let word = format!(
             "{} {what}; seen by {}",
             now_ms(),
-            crate::worker::holder_identity()
+            crate::process::holder_identity()
         );
         let left = (|| {
             self.records.put(LOST, &word)?;
@@ -385,9 +412,6 @@ impl Shared {
         })();
         if let Err(e) = left {
             tracing::warn!(error = %e, store = %self.key, "uidgen could not leave word of the data loss in the store");
-        }
-        for hook in lock(&self.on_loss).drain(..) {
-            hook(&why);
         }
         self.lost_error(&why)
     }

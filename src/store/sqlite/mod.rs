@@ -28,6 +28,16 @@ pub(crate) fn default_path() -> Option<PathBuf> {
     }
 }
 
+/// The default folder of [`remember_stores_in`](crate::remember_stores_in):
+/// `$UIDGEN_STATE_DIR`, else `stores/` beside the embedded store's file (so
+/// `UIDGEN_WORKER_DB` moves both).
+pub fn default_store_memory_dir() -> Option<PathBuf> {
+    match std::env::var_os("UIDGEN_STATE_DIR") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => default_path().and_then(|file| file.parent().map(|dir| dir.join("stores"))),
+    }
+}
+
 /// [`default_path`], or the error saying to set `UIDGEN_WORKER_DB`.
 pub(crate) fn at_default_path() -> Result<PathBuf, StoreError> {
     default_path().ok_or_else(|| StoreError::File {
