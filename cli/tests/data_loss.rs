@@ -805,3 +805,85 @@ fn ranges_tinyid_and_a_second_service_after_a_counter_set_back_never_repeat() {
     let (_, ready) = curl(&[&a.url("/readyz")]);
     assert!(ready.contains("data loss found"), "{ready}");
 }
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_new_holder_on_a_flushed_redis_never_overlaps_the_service_that_held_it() {
+    use common::serve::{curl, ids_of};
+    let redis = PrivateRedis::start();
+    let url = redis.url();
+    let first = Machine::new();
+    let a = serve(&first, &["--store", &url], &[]);
+    let base = a.url("/v1/snowflake?count=1000");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A client of the service draws the whole time.
+    let client = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut ids = HashSet::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (status, body) = curl(&[&base]);
+                if status == 200 {
+                    ids.extend(ids_of(&body));
+                }
+            }
+            ids
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    redis_cli(redis.port, &["FLUSHALL"]);
+    // At once, a process on another machine (no memory of the store) takes worker ID 0
+    // of the emptied store: it must not hand out what the service is still handing out.
+    let second = Machine::new();
+    let run = second.uidgen(&["next", "-n", "200000", "--store", &url]);
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let served = client.join().unwrap();
+    assert!(
+        served.len() > 1000,
+        "the service served {} IDs",
+        served.len()
+    );
+    never_repeats(&served, &run, "the new holder");
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn wait_replicas_takes_no_step_as_written_until_a_replica_has_it() {
+    let primary = PrivateRedis::start();
+    let replica = PrivateRedis::start_as(Some(primary.port));
+    let replicas = |n: &str| {
+        let wanted = format!("connected_slaves:{n}");
+        let started = Instant::now();
+        while !redis_cli(primary.port, &["INFO", "replication"]).contains(&wanted) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "never {wanted}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    replicas("1");
+    let url = format!(
+        "redis://127.0.0.1:{}/?accept_data_loss=true&wait_replicas=1",
+        primary.port
+    );
+    let machine = Machine::new();
+    machine.ok(&[
+        "segment", "create", "--tag", "t", "--step", "10", "--store", &url,
+    ]);
+    assert_eq!(
+        machine
+            .ids(&["segment", "next", "--tag", "t", "-n", "25", "--store", &url])
+            .len(),
+        25
+    );
+    redis_cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
+    replicas("0");
+    let run = machine.uidgen(&["segment", "next", "--tag", "t", "-n", "25", "--store", &url]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && stderr.contains("wait_replicas"),
+        "{stderr}"
+    );
+}

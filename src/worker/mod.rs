@@ -36,7 +36,6 @@ mod node;
 mod pod;
 
 pub use crate::process::holder_identity;
-pub(crate) use crate::process::random_u64;
 #[cfg(feature = "sqlite")]
 pub use embedded::{EmbeddedWorkerIdAssigner, WORKER_DB_ENV};
 pub use lease::{WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL};

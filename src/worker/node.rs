@@ -42,7 +42,7 @@ impl WorkerNode {
 
 /// A random number below `bound`.
 fn random_below(bound: u64) -> u64 {
-    super::random_u64() % bound
+    crate::process::random_u64() % bound
 }
 
 #[cfg(test)]

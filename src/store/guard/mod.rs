@@ -181,6 +181,11 @@ static REGISTRY: Mutex<Vec<(String, Weak<Shared>)>> = Mutex::new(Vec::new());
 /// How often a process checks each store's identity while it holds one of its stores.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
+/// How old a network store's identity must be before a lease on it is used: by then
+/// every process that held a lease before the store lost its data (and still reaches it)
+/// has seen the identity change, stopped, and left word, which the new holder reads.
+pub const YOUNG_STORE: Duration = Duration::from_millis(2_500);
+
 impl Shared {
     /// The process's knowledge of the store whose records `records` reaches.
     pub(crate) fn of(records: Box<dyn RecordSteps>) -> Arc<Shared> {
@@ -425,6 +430,13 @@ impl Shared {
         state.identity = Some(id.to_owned());
         state.lost = None;
         Ok(())
+    }
+
+    /// How long ago the identity this process adopted was made, if it has one.
+    pub(crate) fn identity_age(&self) -> Option<Duration> {
+        let identity = lock(&self.state).identity.clone()?;
+        let made: u64 = identity.split_whitespace().nth(1)?.parse().ok()?;
+        Some(Duration::from_millis(now_ms().saturating_sub(made)))
     }
 
     /// The highest range end known for a tag (process and local memory).

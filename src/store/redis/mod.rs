@@ -17,7 +17,7 @@ use std::time::Duration;
 const STORE: &str = "Redis";
 const EXPECTED: &str = "redis://[[user]:password@]host[:port][/db], or rediss:// for TLS \
      (optionally ?cacert=PATH, the only CA trusted; ?accept_data_loss=true for a server that \
-     keeps nothing on disk)";
+     keeps nothing on disk; ?wait_replicas=N to wait for N replicas after each step)";
 
 /// The server's clock in Unix milliseconds, as Lua: every script starts with it.
 pub(super) const LUA_NOW: &str = "local t = redis.call('TIME')
@@ -40,6 +40,8 @@ pub(crate) struct RedisConn {
     prefix: String,
     /// A server that keeps nothing on disk is used anyway (the URL said so).
     accept_data_loss: bool,
+    /// After each step, wait until this many replicas have every write (`WAIT`).
+    wait_replicas: Option<u32>,
     conn: Arc<Mutex<Option<redis::Connection>>>,
 }
 
@@ -75,8 +77,22 @@ impl RedisConn {
         };
         let mut tls = tls;
         let mut accept_data_loss = false;
+        let mut wait_replicas = None;
         for (key, value) in parsed.query_pairs() {
             match (key.as_ref(), tls.as_mut()) {
+                ("wait_replicas", _) => {
+                    wait_replicas = Some(
+                        value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|n| (1..=100).contains(n))
+                            .ok_or_else(|| {
+                                invalid(
+                                    "wait_replicas must be a number of replicas, 1 to 100".into(),
+                                )
+                            })?,
+                    )
+                }
                 ("accept_data_loss", _) => {
                     accept_data_loss = match value.to_ascii_lowercase().as_str() {
                         "true" | "1" | "yes" | "on" => true,
@@ -92,7 +108,8 @@ impl RedisConn {
                 }
                 _ => {
                     return Err(invalid(format!(
-                        "unknown parameter {:?} (cacert and accept_data_loss are understood)",
+                        "unknown parameter {:?} (cacert, accept_data_loss and wait_replicas are \
+                         understood)",
                         if super::is_credential_key(&key) {
                             "***".into()
                         } else {
@@ -132,6 +149,7 @@ impl RedisConn {
             timeout: Duration::from_secs(5),
             prefix: String::new(),
             accept_data_loss,
+            wait_replicas,
             conn: Arc::new(Mutex::new(None)),
         })
     }
@@ -322,6 +340,27 @@ impl RedisConn {
             None => self.connect()?,
         };
         let result = work(&mut conn).map_err(|e| self.explain(e, step))?;
+        if let Some(wanted) = self.wait_replicas {
+            // A failover to a replica then loses nothing this step wrote.
+            let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+            let acked: u64 = redis::cmd("WAIT")
+                .arg(wanted)
+                .arg(timeout_ms)
+                .query(&mut conn)
+                .map_err(|e| self.explain(e, step))?;
+            if acked < u64::from(wanted) {
+                return Err(StoreError::Unexpected {
+                    store: STORE,
+                    location: self.location.clone(),
+                    step,
+                    what: format!(
+                        "{acked} of the {wanted} replicas the URL asks for (wait_replicas) had \
+                         the write within {:?}; not taken as written",
+                        self.timeout
+                    ),
+                });
+            }
+        }
         *slot = Some(conn);
         Ok(result)
     }
