@@ -322,8 +322,9 @@ pub enum StoreError {
     /// A segment tag that does not exist in the store.
     #[error(
         "tag {tag:?} does not exist in {location}: create it with \
-         `uidgen segment create --tag {tag} --step N`, or build the generator with \
-         `.create_missing(step)`"
+         `uidgen segment create --tag {tag} --step N [--start FIRST]` (in code: \
+         `SegmentStore::create`); if it existed before (a store restored or emptied), \
+         FIRST must be above the last ID it handed out"
     )]
     MissingTag {
         /// The kind of store.

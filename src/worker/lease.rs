@@ -140,6 +140,11 @@ impl WorkerLeaseBuilder {
         // The first raise is recorded before any tick is used: a store that took the
         // lease but cannot record a mark fails here, not on the first ID.
         let target = lease.inner.target_tick();
+        // That renewal sets the store's expiry to its now + TTL, its now being after
+        // this: the keeper's deadline counts from here (an acquire may wait, as on a
+        // store whose identity is brand new).
+        let started = Instant::now();
+        *lock(&lease.inner.lapses_at) = started + self.ttl - self.ttl / 10;
         match lease.inner.record(target) {
             Ok(true) => {}
             Ok(false) => {
@@ -381,6 +386,7 @@ impl Inner {
     /// really went, so a new lease here need not start above the mark recorded ahead.
     fn give_up(&self, why: String) {
         tracing::error!("uidgen stops starting new ticks: {why}");
+        self.state.count_failure();
         if let Some(used) = self.state.revoke(why) {
             self.store
                 .note_used(self.worker_id, &self.holder, mark_of(&self.bits, used));

@@ -255,6 +255,11 @@ impl MarkState {
         self.changed.notify_all();
     }
 
+    /// Counts a renewal that ended the lease (lost, taken, given up), for the metrics.
+    pub(crate) fn count_failure(&self) {
+        self.troubles.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Raises recorded and times the keeper could not renew, so far.
     pub(crate) fn renewal_counts(&self) -> (u64, u64) {
         (

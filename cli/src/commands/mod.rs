@@ -128,11 +128,23 @@ fn ring_slots(bits: &BitsAllocator) -> usize {
     1usize << (bits.seq_bits() + 3).min(17)
 }
 
+/// The CLI's cap on borrowed time: `uidgen serve`'s default, and what `uidgen store
+/// repair --ahead` assumes.
+const MAX_TIME_AHEAD: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The cached generator on the worker ID taken (its lease, if any, goes with it).
 fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {
+    // Borrowed time is capped as in `uidgen serve`: a run faster than the layout's rate
+    // waits for the clock (a tick at most) instead of stamping IDs far in the future,
+    // which a store that later lost the mark would expose.
+    let tick = std::time::Duration::from_millis(bits.unit().millis());
     let builder = CachedUidGenerator::builder()
         .allocator(bits)
-        .ring_capacity(ring_slots(&bits));
+        .ring_capacity(ring_slots(&bits))
+        .max_time_ahead(MAX_TIME_AHEAD)
+        .take_reject_policy(uidgen::TakeRejectPolicy::wait(
+            tick + std::time::Duration::from_secs(2),
+        ));
     Ok(match taken.lease {
         Some(lease) => builder.lease(lease),
         None => builder.worker_id(taken.worker_id),
