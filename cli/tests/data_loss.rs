@@ -887,3 +887,57 @@ fn wait_replicas_takes_no_step_as_written_until_a_replica_has_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_residue_tag_whose_store_files_are_set_back_never_repeats() {
+    use common::serve::{curl, ids_of};
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, main) = (
+        dir.path().join("a.sqlite3"),
+        dir.path().join("b.sqlite3"),
+        dir.path().join("main.sqlite3"),
+    );
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[residue_tags]]\ntag = \"r\"\nstores = [{:?}, {:?}]\n",
+            a.display().to_string(),
+            b.display().to_string()
+        ),
+    )
+    .unwrap();
+    let machine = Machine::new();
+    let args = [
+        "--store",
+        main.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let draw = |server: &common::serve::Serve| {
+        let (status, body) = curl(&[&server.url("/v1/segment/r?count=1000")]);
+        assert_eq!(status, 200, "{body}");
+        ids_of(&body)
+    };
+    // Set the stores up (a service that starts and stops gives its ranges back), and
+    // keep copies of their files as they are before any ID is handed out.
+    let (exit, stderr) = serve(&machine, &args, &[]).terminate();
+    assert!(exit.success(), "{stderr}");
+    let (old_a, old_b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let first = serve(&machine, &args, &[]);
+    let mut before = HashSet::new();
+    for _ in 0..5 {
+        before.extend(draw(&first));
+    }
+    let (exit, stderr) = first.terminate();
+    assert!(exit.success(), "{stderr}");
+    // Both stores go back to their older files, as a restore of each would.
+    std::fs::write(&a, old_a).unwrap();
+    std::fs::write(&b, old_b).unwrap();
+    let second = serve(&machine, &args, &[]);
+    for _ in 0..5 {
+        for id in draw(&second) {
+            assert!(!before.contains(&id), "{id} handed out again");
+        }
+    }
+}
