@@ -209,6 +209,14 @@ pub enum UidError {
         /// How long the take waited.
         waited: Duration,
     },
+    /// The ring stayed empty because padding waits for the clock, and why: a clock
+    /// stepped back further than the rollback allowance, or the worker ID's time mark
+    /// ahead of the clock (with the time it waits for).
+    #[error("no ID now: {why}")]
+    WaitingForClock {
+        /// What happened and until when, in words.
+        why: String,
+    },
     /// The padding thread has stopped, so the ring will never be refilled.
     #[error("the padding thread has stopped ({why}); build a new generator")]
     PadderStopped {

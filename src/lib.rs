@@ -151,7 +151,7 @@ pub use segment::{
 pub use snowflake::{
     CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DefaultUidGenerator,
     DefaultUidGeneratorBuilder, PutRejectHandler, PutRejected, RejectedPut, RollbackStrategy,
-    DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
+    DEFAULT_ROLLBACK_ALLOWANCE, DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
 pub use store::guard::{
     data_loss_events, last_data_loss, remember_stores_in, RepairReport, REPAIR_MARGIN, YOUNG_STORE,

@@ -194,7 +194,10 @@ impl Source {
                 worker_id,
                 ttl,
             } => {
-                let mut builder = WorkerLease::builder(store.open::<Box<dyn LeaseStore>>()?);
+                // A worker ID whose mark is far ahead (a clock that ran ahead) is passed
+                // over for one the capped generator can use now.
+                let mut builder = WorkerLease::builder(store.open::<Box<dyn LeaseStore>>()?)
+                    .prefer_marks_within(crate::commands::MAX_TIME_AHEAD);
                 if let Some(ttl) = ttl {
                     builder = builder.ttl(*ttl);
                 }

@@ -649,9 +649,14 @@ fn build_snowflake(
     bits: BitsAllocator,
     config: &Config,
 ) -> Result<CachedUidGenerator, StartError> {
-    let lease = WorkerLease::builder(url.lease_store()?)
-        .ttl(Duration::from_millis(config.lease_ttl_ms))
-        .acquire(&bits)?;
+    let mut builder =
+        WorkerLease::builder(url.lease_store()?).ttl(Duration::from_millis(config.lease_ttl_ms));
+    if config.max_time_ahead_ms > 0 {
+        // A worker ID whose mark is past the cap would leave the ring empty until the
+        // clock reaches it: another is taken instead, if one is free.
+        builder = builder.prefer_marks_within(Duration::from_millis(config.max_time_ahead_ms));
+    }
+    let lease = builder.acquire(&bits)?;
     let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
     if config.max_time_ahead_ms > 0 {
         builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));

@@ -126,6 +126,10 @@ pub struct CachedStats {
 /// IDs are dropped as stale no sooner than this after their tick.
 const STALE_AT_LEAST: Duration = Duration::from_secs(1);
 
+/// The default [`rollback_allowance`](CachedUidGeneratorBuilder::rollback_allowance): a
+/// clock stepped back up to 5 minutes never holds padding back.
+pub const DEFAULT_ROLLBACK_ALLOWANCE: Duration = Duration::from_secs(300);
+
 /// Settings for a [`CachedUidGenerator`]; start from [`CachedUidGenerator::builder`].
 #[must_use = "a builder does nothing until `build()` is called"]
 pub struct CachedUidGeneratorBuilder {
@@ -137,6 +141,7 @@ pub struct CachedUidGeneratorBuilder {
     schedule_interval: Option<Duration>,
     resync_interval: Option<Duration>,
     max_time_ahead: Option<Duration>,
+    rollback_allowance: Duration,
     take_policy: TakeRejectPolicy,
     on_rejected_put: Option<PutRejectHandler>,
 }
@@ -196,6 +201,15 @@ impl CachedUidGeneratorBuilder {
         /// Use it where IDs' timestamps must stay near real time, or where a worker ID may
         /// be reused after a restart (the cap bounds how long the restart must wait).
         max_time_ahead(cap: Duration) => self.max_time_ahead = Some(cap);
+
+        /// How far the clock may step back (an NTP correction, a VM restored) while the
+        /// padder goes on from the last tick used at full speed, borrowing past
+        /// `max_time_ahead` by as much as the clock went back (default
+        /// [`DEFAULT_ROLLBACK_ALLOWANCE`], 5 minutes). Rollbacks are counted
+        /// (`stats().clock_rollbacks`) and `time_ahead()` shows the time borrowed. Past
+        /// it, the cap holds from the clock as it reads: takes that find the ring empty
+        /// fail with [`UidError::WaitingForClock`], saying until when. No cap, no limit.
+        rollback_allowance(allowance: Duration) => self.rollback_allowance = allowance;
 
         /// What a take does when the ring is empty (default: wait up to 1 s, then
         /// [`UidError::BufferExhausted`]).
@@ -296,7 +310,8 @@ impl CachedUidGeneratorBuilder {
         let mut padder = Padder {
             producer,
             source: TickSource::new(bits, worker_id, clock.clone(), mark.state().clone())
-                .max_ahead(self.max_time_ahead),
+                .max_ahead(self.max_time_ahead)
+                .rollback_allowance(self.rollback_allowance),
             shared: shared.clone(),
             on_rejected_put: self.on_rejected_put,
             demand: Demand::new(capacity as u64, self.padding_factor, schedule.resync_every),
@@ -351,6 +366,7 @@ impl CachedUidGenerator {
             schedule_interval: None,
             resync_interval: None,
             max_time_ahead: None,
+            rollback_allowance: DEFAULT_ROLLBACK_ALLOWANCE,
             take_policy: TakeRejectPolicy::default(),
             on_rejected_put: None,
         }
@@ -690,10 +706,12 @@ impl Supply for CachedUidGenerator {
     /// A ring left empty because the next tick waits for its store to record a mark:
     /// that is the cause to report, naming the store.
     fn gave_up(&self, waited: Duration) -> UidError {
-        self.mark
-            .state()
-            .held_error()
-            .unwrap_or(UidError::BufferExhausted { waited })
+        self.mark.state().held_error().unwrap_or_else(|| {
+            match crate::sync::lock(&self.shared.waiting).clone() {
+                Some(why) => UidError::WaitingForClock { why },
+                None => UidError::BufferExhausted { waited },
+            }
+        })
     }
 }
 

@@ -15,7 +15,10 @@ mod ring;
 pub mod ring;
 mod rollback;
 
-pub use cached::{CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, PADDING_THREAD_NAME};
+pub use cached::{
+    CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DEFAULT_ROLLBACK_ALLOWANCE,
+    PADDING_THREAD_NAME,
+};
 pub use default::{DefaultUidGenerator, DefaultUidGeneratorBuilder};
 pub use end_warning::DEFAULT_WARN_BEFORE_END;
 pub use reject::{PutRejectHandler, PutRejected, RejectedPut};

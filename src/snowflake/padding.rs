@@ -63,6 +63,10 @@ pub(crate) struct Shared {
     pub(crate) clock_rollbacks: AtomicU64,
     /// Warns, once, when the padder starts a tick near the layout's end.
     pub(crate) end_warning: EndWarning,
+    /// Why the padder holds back while the time-ahead cap holds, in the user's terms (a
+    /// clock stepped back further than the rollback allowance, a time mark ahead of the
+    /// clock), and until when: takers that find the ring empty report it.
+    pub(crate) waiting: Mutex<Option<String>>,
 }
 
 /// Read by takers on every take; written by the padder once a round.
@@ -176,6 +180,16 @@ pub(crate) struct TickSource {
     latest_millis: u64,
     /// The clock is behind `latest_millis` now: this rollback is already counted and logged.
     in_rollback: bool,
+    /// How far back the clock may step while ticks go on from the last one used, the
+    /// time-ahead cap counting from the time that really passed (ms).
+    rollback_allowance_ms: u64,
+    /// The last clock reading that was not behind, and when it was taken: the time that
+    /// really passed while the clock is behind.
+    anchor: Option<(Instant, u64)>,
+    /// How far the clock is behind its latest reading now (ms; 0 when it is not).
+    behind_ms: u64,
+    /// `Shared::waiting` holds this source's reason.
+    mark_waiting: bool,
     /// The worker ID's time mark: each tick is admitted (recorded first if need be).
     mark: std::sync::Arc<MarkState>,
 }
@@ -201,7 +215,18 @@ impl TickSource {
             capped: false,
             latest_millis: 0,
             in_rollback: false,
+            rollback_allowance_ms: 0,
+            anchor: None,
+            behind_ms: 0,
+            mark_waiting: false,
         }
+    }
+
+    /// How far back the clock may step without holding padding back (see the builder's
+    /// `rollback_allowance`).
+    pub(crate) fn rollback_allowance(mut self, allowance: Duration) -> Self {
+        self.rollback_allowance_ms = u64::try_from(allowance.as_millis()).unwrap_or(u64::MAX);
+        self
     }
 
     /// Caps borrowed time (`None`: no cap).
@@ -223,17 +248,27 @@ impl TickSource {
     fn observe_now_tick(&mut self, shared: &Shared) -> u64 {
         let now_millis = self.clock.now_millis();
         if now_millis < self.latest_millis {
+            self.behind_ms = self.latest_millis - now_millis;
             // Once per episode: the clock stays behind for many ticks after one rollback.
             if !self.in_rollback {
                 self.in_rollback = true;
                 shared.clock_rollbacks.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(
-                    by_ms = self.latest_millis - now_millis,
-                    "uidgen padder saw the clock move backwards; ticks go on from the last one used"
+                    by_ms = self.behind_ms,
+                    allowance_ms = self.rollback_allowance_ms,
+                    "uidgen: the clock stepped back {:.1} s; ticks go on from the last one used{}",
+                    self.behind_ms as f64 / 1000.0,
+                    if self.behind_ms <= self.rollback_allowance_ms {
+                        " (within the rollback allowance: borrowing past the time-ahead cap)"
+                    } else {
+                        " (past the rollback allowance: waiting for the clock where the time-ahead cap holds)"
+                    }
                 );
             }
         } else {
             self.in_rollback = false;
+            self.behind_ms = 0;
+            self.anchor = Some((Instant::now(), now_millis));
         }
         self.latest_millis = self.latest_millis.max(now_millis);
         self.bits.tick_at(now_millis).unwrap_or(0)
@@ -255,9 +290,30 @@ impl TickSource {
             self.exhausted = true;
             return false;
         }
-        self.capped = self.max_ahead.is_some_and(|cap| next - now > cap);
+        // Within the rollback allowance the cap counts from the time that really passed
+        // since the clock was last right, not from the clock stepped back.
+        let cap_from = match self.anchor {
+            Some((at, millis))
+                if self.behind_ms > 0 && self.behind_ms <= self.rollback_allowance_ms =>
+            {
+                let elapsed = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
+                self.bits
+                    .tick_at(millis.saturating_add(elapsed))
+                    .unwrap_or(now)
+                    .max(now)
+            }
+            _ => now,
+        };
+        self.capped = self
+            .max_ahead
+            .is_some_and(|cap| next.saturating_sub(cap_from) > cap);
         if self.capped {
+            self.note_waiting(shared, next, now);
             return false;
+        }
+        if self.mark_waiting {
+            self.mark_waiting = false;
+            *lock(&shared.waiting) = None;
         }
         if let Err(e) = self.mark.admit(next, may_wait) {
             // Retried on the capped timer; takers see a lost lease as their error.
@@ -271,6 +327,36 @@ impl TickSource {
         self.next_seq = 0;
         shared.padded_tick.store(next, Ordering::Relaxed);
         true
+    }
+
+    /// Says why padding holds back at the cap, and until when, for takers' errors.
+    fn note_waiting(&mut self, shared: &Shared, next: u64, now: u64) {
+        let cap = self.max_ahead.unwrap_or(0);
+        // Padding goes on once the clock reaches `next - cap`.
+        let until = self.bits.tick_start_millis(next.saturating_sub(cap));
+        let why = if self.behind_ms > self.rollback_allowance_ms {
+            format!(
+                "the clock stepped back {:.1} s, more than the {:.1} s rollback allowance; \
+                 waiting for it to reach {} UTC",
+                self.behind_ms as f64 / 1000.0,
+                self.rollback_allowance_ms as f64 / 1000.0,
+                crate::clock::format_instant(until)
+            )
+        } else if self.tick.is_none_or(|last| last + 1 < next) || next > now + cap {
+            format!(
+                "worker ID {}'s time mark is {:.1} s ahead of the clock (a previous holder \
+                 borrowed that far, or a clock ran ahead); waiting until {} UTC",
+                self.worker_id,
+                (self.bits.tick_start_millis(next) as f64
+                    - self.bits.tick_start_millis(now) as f64)
+                    / 1000.0,
+                crate::clock::format_instant(until)
+            )
+        } else {
+            return;
+        };
+        self.mark_waiting = true;
+        *lock(&shared.waiting) = Some(why);
     }
 
     /// Leaves the current tick if the clock has passed it: its unused sequence numbers

@@ -25,7 +25,12 @@ pub struct WorkerLeaseBuilder {
     ttl: Duration,
     raise_wait: Duration,
     holder: Option<String>,
+    prefer_within: Option<Duration>,
 }
+
+/// How many worker IDs past the lowest free one
+/// [`prefer_marks_within`](WorkerLeaseBuilder::prefer_marks_within) looks at.
+pub const PASS_OVER_AT_MOST: u64 = 64;
 
 impl WorkerLeaseBuilder {
     setters! {
@@ -40,6 +45,70 @@ impl WorkerLeaseBuilder {
 
         /// The holder's identity (default [`holder_identity`]).
         holder(holder: impl Into<String>) => self.holder = Some(holder.into());
+
+        /// Prefer a worker ID whose time mark is at most `within` ahead of the clock over
+        /// a lower one whose mark is further ahead (a previous holder whose clock ran a day
+        /// ahead leaves a mark a day ahead: a generator capped on borrowed time would wait
+        /// that long). Set it to the generator's `max_time_ahead`. Default: the lowest.
+        prefer_marks_within(within: Duration) => self.prefer_within = Some(within);
+    }
+
+    /// With [`prefer_marks_within`](Self::prefer_marks_within): the lowest free worker
+    /// ID whose mark is at most `within` ahead of the clock, looking at up to
+    /// [`PASS_OVER_AT_MOST`] more after the lowest; each passed over is released with its
+    /// mark as it was, and said so. None such: the lowest, also said so.
+    fn lowest_usable_now(
+        &self,
+        request: &LeaseRequest<'_>,
+        within: Duration,
+    ) -> Result<Acquired, WorkerIdError> {
+        let now_ms = crate::clock::Clock::now_millis(&crate::clock::SystemClock);
+        let limit = now_ms.saturating_add(u64::try_from(within.as_millis()).unwrap_or(u64::MAX));
+        let first = self.store.acquire(request)?;
+        let (lowest, lowest_mark) = match first {
+            Acquired::Granted { worker_id, mark_ms } if mark_ms > limit => (worker_id, mark_ms),
+            other => return Ok(other),
+        };
+        let ahead = |mark: u64| Duration::from_millis(mark.saturating_sub(now_ms));
+        let pass_over = |worker_id: u64, mark_ms: u64| -> Result<(), WorkerIdError> {
+            tracing::warn!(
+                worker_id,
+                mark = %crate::clock::format_instant(mark_ms),
+                "uidgen passes over worker ID {worker_id}: its time mark is {:.1?} ahead of the \
+                 clock (a previous holder's clock ran ahead, or it borrowed that far)",
+                ahead(mark_ms)
+            );
+            self.store.release(worker_id, request.holder, mark_ms)?;
+            Ok(())
+        };
+        pass_over(lowest, lowest_mark)?;
+        let last = lowest
+            .saturating_add(PASS_OVER_AT_MOST)
+            .min(request.max_worker_id);
+        for candidate in lowest + 1..=last {
+            let named = LeaseRequest {
+                worker_id: Some(candidate),
+                ..request.clone()
+            };
+            match self.store.acquire(&named)? {
+                Acquired::Granted { worker_id, mark_ms } if mark_ms > limit => {
+                    pass_over(worker_id, mark_ms)?
+                }
+                Acquired::Granted { worker_id, mark_ms } => {
+                    return Ok(Acquired::Granted { worker_id, mark_ms })
+                }
+                _ => {}
+            }
+        }
+        tracing::warn!(
+            "uidgen found no free worker ID whose time mark is within {within:?} of the clock; \
+             taking worker ID {lowest}, whose mark is {:.1?} ahead",
+            ahead(lowest_mark)
+        );
+        Ok(self.store.acquire(&LeaseRequest {
+            worker_id: Some(lowest),
+            ..request.clone()
+        })?)
     }
 
     /// Leases the lowest free worker ID the layout holds.
@@ -72,14 +141,17 @@ impl WorkerLeaseBuilder {
             }
             .into());
         }
-        let holder = self.holder.unwrap_or_else(holder_identity);
-        let started = Instant::now();
-        let acquired = self.store.acquire(&LeaseRequest {
+        let holder = self.holder.clone().unwrap_or_else(holder_identity);
+        let request = LeaseRequest {
             holder: &holder,
             ttl: self.ttl,
             max_worker_id: bits.max_worker_id(),
             worker_id: wanted,
-        })?;
+        };
+        let acquired = match (wanted, self.prefer_within) {
+            (None, Some(within)) => self.lowest_usable_now(&request, within)?,
+            _ => self.store.acquire(&request)?,
+        };
         let (worker_id, mark_ms) = match acquired {
             Acquired::Granted { worker_id, mark_ms } => (worker_id, mark_ms),
             Acquired::Exhausted => {
@@ -133,7 +205,8 @@ impl WorkerLeaseBuilder {
                 ahead,
                 state,
                 // Until the first raise below: no generator runs before it.
-                lapses_at: Mutex::new(started + self.ttl - self.ttl / 10),
+                // Set right before the first renewal below.
+                lapses_at: Mutex::new(Instant::now() + self.ttl - self.ttl / 10),
             }),
             keeper: None,
         };
@@ -288,6 +361,7 @@ impl WorkerLease {
             ttl: DEFAULT_LEASE_TTL,
             raise_wait: Duration::from_secs(5),
             holder: None,
+            prefer_within: None,
         }
     }
 

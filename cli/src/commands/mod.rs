@@ -130,7 +130,7 @@ fn ring_slots(bits: &BitsAllocator) -> usize {
 
 /// The CLI's cap on borrowed time: `uidgen serve`'s default, and what `uidgen store
 /// repair --ahead` assumes.
-const MAX_TIME_AHEAD: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const MAX_TIME_AHEAD: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The cached generator on the worker ID taken (its lease, if any, goes with it).
 fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {

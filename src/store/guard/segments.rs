@@ -97,11 +97,13 @@ impl SegmentStore for GuardedSegments {
         step: u64,
         description: &str,
     ) -> Result<bool, StoreError> {
+        // The records first, then the row: the record of a creation is written after its
+        // row, so a tag another process creates meanwhile is seen as existing, not gone.
+        let (floor_record, tag_record) = (floor_name(&self.scope, tag), tag_name(&self.scope, tag));
+        let read = self.shared.check(&[&floor_record, &tag_record])?;
         if self.inner.tag(tag)?.is_some() {
             return Ok(false);
         }
-        let (floor_record, tag_record) = (floor_name(&self.scope, tag), tag_name(&self.scope, tag));
-        let read = self.shared.check(&[&floor_record, &tag_record])?;
         let known = self.known(tag, number(read[0].as_ref()));
         if !self.force_create {
             let evidence = if known > first_id {

@@ -2,6 +2,7 @@
 //! the lease and segment steps are the SQL engines' own (`store::sql`).
 
 mod lease;
+mod lease_clock;
 mod segment;
 
 pub use self::lease::SqliteLeaseStore;
@@ -97,11 +98,13 @@ pub(crate) fn failed(path: &Path, step: &str, source: rusqlite::Error) -> StoreE
     }
 }
 
-/// The store's clock, in Unix milliseconds.
+/// The machine's wall clock, in Unix milliseconds (for when a tag last changed).
 const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 static DIALECT: Dialect = Dialect {
-    now_ms: NOW_MS,
+    // Leases expire by the lease clock: a step of the wall clock never makes a live
+    // holder's lease look expired to another process of the machine.
+    now_ms: "uidgen_lease_now_ms()",
     greatest: "MAX",
     modified_now: "datetime('now')",
     stamp_now: NOW_MS,
@@ -226,6 +229,8 @@ impl SqlConn for SqliteConn {
                 let conn = open(&self.path, self.busy_timeout)?;
                 conn.execute_batch(&self.ddl)
                     .map_err(|e| failed(&self.path, "creating the table", e))?;
+                lease_clock::install(&conn)
+                    .map_err(|e| failed(&self.path, "setting up the lease clock", e))?;
                 conn
             }
         };
