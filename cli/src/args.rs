@@ -35,6 +35,12 @@ pub(crate) enum Command {
         /// Which generator makes the IDs.
         #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
         generator: GeneratorKind,
+        /// What the default generator does when the clock steps back: fail (refuse until
+        /// it catches up), wait:SECONDS (wait out a step back of at most that long), or
+        /// continue (go on from the last tick used). The cached generator always goes on
+        /// from the last tick used.
+        #[arg(long, value_name = "STRATEGY", default_value = "fail", value_parser = parse_rollback)]
+        on_rollback: uidgen::RollbackStrategy,
         /// Print each ID taken apart, as parse prints it, one JSON object a line.
         #[arg(long)]
         json: bool,
@@ -475,6 +481,21 @@ fn parse_seconds(text: &str, max: u32) -> Result<Duration, String> {
     match text.trim().parse::<f64>() {
         Ok(secs) if (0.001..=f64::from(max)).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
         _ => Err(format!("expected a number of seconds from 0.001 to {max}")),
+    }
+}
+
+fn parse_rollback(text: &str) -> Result<uidgen::RollbackStrategy, String> {
+    match text {
+        "fail" => Ok(uidgen::RollbackStrategy::Fail),
+        "continue" => Ok(uidgen::RollbackStrategy::Continue),
+        _ => match text.strip_prefix("wait:") {
+            Some(seconds) => Ok(uidgen::RollbackStrategy::Wait {
+                max: parse_seconds(seconds, 86_400)?,
+            }),
+            None => Err(format!(
+                "{text:?} is not a strategy: fail, wait:SECONDS (up to 86400) or continue"
+            )),
+        },
     }
 }
 

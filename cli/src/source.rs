@@ -187,7 +187,13 @@ impl Source {
     }
 
     /// Takes the worker ID: a lease (given back when dropped), or a WORKER_NODE row.
-    pub(crate) fn take(&self, bits: &BitsAllocator) -> Result<Taken, Failure> {
+    /// A leased worker ID prefers one whose mark is at most `prefer_within` ahead of the
+    /// clock (the generator's own bound on waiting for a mark or borrowing past it).
+    pub(crate) fn take(
+        &self,
+        bits: &BitsAllocator,
+        prefer_within: std::time::Duration,
+    ) -> Result<Taken, Failure> {
         match self {
             Source::Lease {
                 store,
@@ -197,7 +203,7 @@ impl Source {
                 // A worker ID whose mark is far ahead (a clock that ran ahead) is passed
                 // over for one the capped generator can use now.
                 let mut builder = WorkerLease::builder(store.open::<Box<dyn LeaseStore>>()?)
-                    .prefer_marks_within(crate::commands::MAX_TIME_AHEAD);
+                    .prefer_marks_within(prefer_within);
                 if let Some(ttl) = ttl {
                     builder = builder.ttl(*ttl);
                 }
@@ -235,7 +241,9 @@ impl Source {
             ttl,
         } = self
         else {
-            return (0..count).map(|_| self.take(bits)).collect();
+            return (0..count)
+                .map(|_| self.take(bits, crate::commands::MAX_TIME_AHEAD))
+                .collect();
         };
         let last = first.saturating_add(count.saturating_sub(1) as u64);
         (*first..=last)
@@ -245,7 +253,7 @@ impl Source {
                     worker_id: Some(id),
                     ttl: *ttl,
                 }
-                .take(bits)
+                .take(bits, crate::commands::MAX_TIME_AHEAD)
                 .map_err(|err| match err {
                     Failure::Error(source) if count > 1 => Failure::Error(Box::new(Context {
                         doing: format!(

@@ -71,6 +71,8 @@ pub struct Ids {
     bits: BitsAllocator,
     /// When a lost lease was last tried again, in ms since `started`.
     healed_at: AtomicU64,
+    /// The last probe found the snowflake generator waiting for the clock.
+    waiting_seen: std::sync::atomic::AtomicBool,
     /// The counters of snowflake generators replaced after a lost lease: renewals,
     /// renewal failures, clock rollbacks, rejected takes (metrics never go down).
     retired: std::sync::Mutex<[u64; 4]>,
@@ -78,6 +80,8 @@ pub struct Ids {
     segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
     /// The period tags, set up at start.
     periods: HashMap<String, Arc<PeriodSegmentGenerator>>,
+    /// IDs of a period tag that a failed batch took, for the next request.
+    period_kept: std::sync::Mutex<HashMap<String, Vec<u64>>>,
     /// The residue tags (one tag over several stores), set up at start.
     residues: HashMap<String, Arc<ResidueSegmentGenerator>>,
     /// Each served tag's base step, the size of a range handed to Tinyid's client.
@@ -128,11 +132,13 @@ impl Ids {
             lease_url: url,
             bits,
             healed_at: AtomicU64::new(0),
+            waiting_seen: false.into(),
             retired: std::sync::Mutex::new([0; 4]),
             store,
             segments: RwLock::new(HashMap::new()),
             periods: HashMap::new(),
             residues: HashMap::new(),
+            period_kept: std::sync::Mutex::new(HashMap::new()),
             steps: RwLock::new(HashMap::new()),
             setting_up: tokio::sync::Mutex::new(()),
             metrics: Metrics::new(),
@@ -181,9 +187,18 @@ impl Ids {
     /// it (a store back after an outage, a process resumed after a pause, a store
     /// repaired after it lost data). Blocks (store calls).
     pub(crate) fn heal_snowflake(&self) {
-        let Some(why) = self.snowflake.load().worker_id_lost() else {
-            return;
+        let current = self.snowflake.load();
+        // A generator waiting for the clock (stepped back past the rollback allowance, or
+        // a mark far ahead) is replaced too, by one on a worker ID whose mark is behind
+        // the clock, once it has waited two probes in a row.
+        let waiting = current.waiting_for_clock();
+        let waited_before = self.waiting_seen.swap(waiting.is_some(), Ordering::Relaxed);
+        let why = match (current.worker_id_lost(), waiting) {
+            (Some(lost), _) => lost,
+            (None, Some(waiting)) if waited_before => waiting,
+            _ => return,
         };
+        drop(current);
         if self.shutting_down.load(Ordering::Relaxed) {
             return;
         }
@@ -194,6 +209,14 @@ impl Ids {
         }
         self.healed_at.store(now.max(1), Ordering::Relaxed);
         match build_snowflake(&self.lease_url, self.bits, &self.config) {
+            // Every free worker ID waits for the clock too: no better than the one held.
+            Ok(generator)
+                if generator.worker_id_lost().is_none()
+                    && self.snowflake.load().worker_id_lost().is_none()
+                    && generator.waiting_for_clock().is_some() =>
+            {
+                tracing::debug!("no free worker ID serves sooner; keeping the one held");
+            }
             Ok(generator) => {
                 let old = self.snowflake.swap(Arc::new(generator));
                 let stats = old.stats();
@@ -305,18 +328,37 @@ impl Ids {
         generator: &Arc<PeriodSegmentGenerator>,
         count: usize,
     ) -> Result<Vec<u64>, ApiError> {
-        let mut out = Vec::with_capacity(count);
+        // IDs a failed batch took come first, while their period is still the one served
+        // (never an ID of an earlier period after one of a later).
+        let mut out: Vec<u64> = {
+            let mut kept = self.period_kept.lock().unwrap_or_else(|p| p.into_inner());
+            let kept = kept.entry(generator.tag().to_owned()).or_default();
+            let current = generator.current_period();
+            kept.retain(|&id| generator.split(id).0 >= current);
+            let n = kept.len().min(count);
+            kept.drain(..n).collect()
+        };
         while out.len() < count {
-            match generator.try_next_uid() {
-                Ok(id) => out.push(id),
+            let taken = match generator.try_next_uid() {
+                Ok(id) => Ok(id),
                 Err(UidError::WouldBlock { .. }) => {
                     let generator = Arc::clone(generator);
-                    let id = tokio::task::spawn_blocking(move || generator.next_uid())
+                    tokio::task::spawn_blocking(move || generator.next_uid())
                         .await
-                        .map_err(|_| ApiError::unavailable("a period tag's take panicked"))?;
-                    out.push(id.map_err(|e| self.id_error(e))?);
+                        .map_err(|_| ApiError::unavailable("a period tag's take panicked"))?
                 }
-                Err(e) => return Err(self.id_error(e)),
+                Err(e) => Err(e),
+            };
+            match taken {
+                Ok(id) => out.push(id),
+                Err(e) => {
+                    // Kept for the next request rather than dropped.
+                    let mut kept = self.period_kept.lock().unwrap_or_else(|p| p.into_inner());
+                    let kept = kept.entry(generator.tag().to_owned()).or_default();
+                    out.append(kept);
+                    *kept = out;
+                    return Err(self.id_error(e));
+                }
             }
         }
         Ok(out)
@@ -534,6 +576,19 @@ impl Ids {
             }
         };
         let mut any_ok = snowflake_ok;
+        for (tag, generator) in &self.periods {
+            let (current, clock) = (generator.current_period(), generator.clock_period());
+            any_ok = true;
+            lines.push(if current > clock {
+                format!(
+                    "tag {}: period {current}, ahead of the clock's {clock} (begun by a \
+                     process whose clock ran ahead)",
+                    shown_tag(tag)
+                )
+            } else {
+                format!("tag {}: period {current}", shown_tag(tag))
+            });
+        }
         let mut tag_line = |tag: &str, left: u64, error: Option<String>| {
             any_ok |= left > 0;
             lines.push(match (left, error) {
@@ -550,8 +605,8 @@ impl Ids {
             let stats = generator.stats();
             tag_line(tag, stats.ids_left, stats.store_error);
         }
-        for tag in self.periods.keys().chain(self.residues.keys()) {
-            // Served from rows and stores of their own: counted as able to serve.
+        for tag in self.residues.keys() {
+            // Served from stores of their own: counted as able to serve.
             tag_line(tag, 1, None);
         }
         let ok_at = self.store_ok_at.load(Ordering::Relaxed);

@@ -190,8 +190,20 @@ impl PeriodSegmentGeneratorBuilder {
             clock: self.clock,
             later: AtomicU64::new(0),
         });
+        // Never back: the highest period any process began in the store counts, not only
+        // the clock's (a restart after a clock that ran ahead and was set right).
         let now = shared.clock_period();
-        let current = shared.open(now)?;
+        let highest = shared.highest_row()?;
+        if highest > now {
+            tracing::warn!(
+                tag = %shared.tag,
+                "uidgen serves period {highest} of tag {:?}, ahead of the clock's {now}: a \
+                 process began it when its clock was ahead; its IDs carry {highest} until \
+                 the clock gets there",
+                shared.tag
+            );
+        }
+        let current = shared.open(now.max(highest))?;
         Ok(PeriodSegmentGenerator {
             current: RwLock::new(current),
             opening: Mutex::new(None),
@@ -230,6 +242,24 @@ impl Shared {
 
     fn row(&self, period: u64) -> String {
         format!("{}:{period}", self.tag)
+    }
+
+    /// The highest period whose row exists in the store (0: none).
+    fn highest_row(&self) -> Result<u64, StoreError> {
+        let prefix = format!("{}:", self.tag);
+        let digits = match self.period {
+            Period::Day => 8,
+            Period::Month => 6,
+        };
+        Ok(self
+            .store
+            .tags()?
+            .iter()
+            .filter_map(|record| record.tag.strip_prefix(&prefix))
+            .filter(|rest| rest.len() == digits && rest.bytes().all(|b| b.is_ascii_digit()))
+            .filter_map(|rest| rest.parse().ok())
+            .max()
+            .unwrap_or(0))
     }
 
     /// The period after `period` (by the calendar: the day after 20261130 is 20261201).
@@ -420,7 +450,14 @@ impl PeriodSegmentGenerator {
         &self.shared.tag
     }
 
-    /// The period being served (`yyyyMMdd` or `yyyyMM`).
+    /// The period the clock reads now (`yyyyMMdd` or `yyyyMM`, in the tag's UTC offset).
+    pub fn clock_period(&self) -> u64 {
+        self.shared.clock_period()
+    }
+
+    /// The period being served (`yyyyMMdd` or `yyyyMM`): never lower than before, and
+    /// ahead of [`clock_period`](Self::clock_period) only while a period another process
+    /// began under a clock that ran ahead is still in the future.
     pub fn current_period(&self) -> u64 {
         read(&self.current).period
     }

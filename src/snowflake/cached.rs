@@ -560,6 +560,14 @@ impl CachedUidGenerator {
         state.failure().or_else(|| state.trouble())
     }
 
+    /// Why padding waits for the clock now, if it does, in words and with the time it
+    /// waits for: a clock stepped back past the rollback allowance, or the worker ID's
+    /// time mark ahead of the clock by more than `max_time_ahead`. A service may then move
+    /// to another worker ID whose mark is behind the clock.
+    pub fn waiting_for_clock(&self) -> Option<String> {
+        crate::sync::lock(&self.shared.waiting).clone()
+    }
+
     /// Why this generator will never make new IDs again, if so: its worker ID's lease was
     /// lost, expired or given up (a store that failed past the lease, a pause, a store
     /// that lost data). A service then builds a new generator on a new lease.

@@ -190,6 +190,8 @@ pub(crate) struct TickSource {
     behind_ms: u64,
     /// `Shared::waiting` holds this source's reason.
     mark_waiting: bool,
+    /// This source has started a tick (before that, the one it waits for is the mark's).
+    started_any: bool,
     /// The worker ID's time mark: each tick is admitted (recorded first if need be).
     mark: std::sync::Arc<MarkState>,
 }
@@ -219,6 +221,7 @@ impl TickSource {
             anchor: None,
             behind_ms: 0,
             mark_waiting: false,
+            started_any: false,
         }
     }
 
@@ -322,6 +325,7 @@ impl TickSource {
             return false;
         }
         shared.end_warning.observe(next, &self.bits);
+        self.started_any = true;
         self.tick = Some(next);
         self.base = self.bits.pack(next, self.worker_id, 0);
         self.next_seq = 0;
@@ -342,7 +346,9 @@ impl TickSource {
                 self.rollback_allowance_ms as f64 / 1000.0,
                 crate::clock::format_instant(until)
             )
-        } else if self.tick.is_none_or(|last| last + 1 < next) || next > now + cap {
+        } else if !self.started_any {
+            // No tick started yet: the one waited for is the mark's (the cap reached by
+            // this generator's own borrowing is only the take policy's business).
             format!(
                 "worker ID {}'s time mark is {:.1} s ahead of the clock (a previous holder \
                  borrowed that far, or a clock ran ahead); waiting until {} UTC",

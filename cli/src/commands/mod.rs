@@ -33,6 +33,7 @@ pub(crate) fn execute(
         Command::Next {
             count,
             generator,
+            on_rollback,
             json,
             format,
             worker,
@@ -40,7 +41,15 @@ pub(crate) fn execute(
         } => {
             let source = Source::from_args(&worker, env)?;
             let format = (!json).then_some(format.into());
-            next::run(count, generator, format, &source, &layout, stdout)
+            next::run(
+                count,
+                generator,
+                on_rollback,
+                format,
+                &source,
+                &layout,
+                stdout,
+            )
         }
         Command::Parse {
             uids,
@@ -153,8 +162,14 @@ fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenera
 }
 
 /// The default generator on the worker ID taken (its lease, if any, goes with it).
-fn default_generator(bits: BitsAllocator, taken: Taken) -> Result<DefaultUidGenerator, Failure> {
-    let builder = DefaultUidGenerator::builder().allocator(bits);
+fn default_generator(
+    bits: BitsAllocator,
+    taken: Taken,
+    on_rollback: uidgen::RollbackStrategy,
+) -> Result<DefaultUidGenerator, Failure> {
+    let builder = DefaultUidGenerator::builder()
+        .allocator(bits)
+        .rollback_strategy(on_rollback);
     Ok(match taken.lease {
         Some(lease) => builder.lease(lease),
         None => builder.worker_id(taken.worker_id),

@@ -11,6 +11,7 @@ use uidgen::{IdFormat, UidGenerator};
 pub(super) fn run(
     count: u64,
     generator: GeneratorKind,
+    on_rollback: uidgen::RollbackStrategy,
     // `None`: each ID taken apart, as JSON.
     format: Option<IdFormat>,
     source: &Source,
@@ -23,9 +24,15 @@ pub(super) fn run(
         source.check(&bits)?;
         return Ok(SUCCESS);
     }
-    let taken = source.take(&bits)?;
+    // The default generator waits at most 1 s for a worker ID's mark; the cached one
+    // borrows up to its cap past it.
+    let prefer_within = match generator {
+        GeneratorKind::Default => std::time::Duration::from_secs(1),
+        GeneratorKind::Cached => super::MAX_TIME_AHEAD,
+    };
+    let taken = source.take(&bits, prefer_within)?;
     let generator: Box<dyn UidGenerator> = match generator {
-        GeneratorKind::Default => Box::new(default_generator(bits, taken)?),
+        GeneratorKind::Default => Box::new(default_generator(bits, taken, on_rollback)?),
         GeneratorKind::Cached => Box::new(cached_generator(bits, taken)?),
     };
     let mut out = Lines::new(stdout);

@@ -125,7 +125,9 @@ pub(crate) fn run(
             measure("fetch-add", &Generators::without_layout(&all))
         }
         Supply::Default(source) => {
-            let all = time_based(args, &source, generators, default_generator)?;
+            let all = time_based(args, &source, generators, |bits, taken| {
+                default_generator(bits, taken, uidgen::RollbackStrategy::Fail)
+            })?;
             measure("default", &Generators::without_ring(&all))
         }
     };
