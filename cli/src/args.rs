@@ -183,8 +183,9 @@ pub(crate) enum SegmentAction {
         /// Read every tag twice, this many seconds apart (0.001 to 86400), to measure the
         /// rate at which processes take its IDs from the store, and show its runway: the
         /// IDs left at that rate. Without a rise the runway column says why: "idle" (the
-        /// counter did not move), "gave back" (it went down: a process gave its unused
-        /// range back at shutdown, which hides the rate), "new" (created in the window);
+        /// counter did not move), "went down" (a process gave its unused range back at
+        /// shutdown, which hides the rate; or the store was set back, which the next
+        /// fetch catches and repairs), "new" (created in the window);
         /// "-" without --sample. Ranges are taken in steps sized to last about 30 s (a
         /// generator's range_lifetime), so sample for longer than that.
         #[arg(long, value_name = "SECONDS", value_parser = parse_sample)]

@@ -383,6 +383,11 @@ fn a_period_tag_never_goes_back_to_an_earlier_day_across_a_restart_after_a_jump(
     // It says so: the period served is ahead of the clock's.
     let (_, ready) = curl(&[&server.url("/readyz")]);
     assert!(ready.contains("ahead of the clock"), "{ready}");
+    let (_, metrics) = curl(&[&server.url("/metrics")]);
+    assert!(
+        metrics.contains("uidgen_period_ahead_of_clock{tag=\"day\"} 1"),
+        "{metrics}"
+    );
     let (exit, stderr) = server.terminate();
     assert!(exit.success(), "{stderr}");
     assert!(stderr.contains("ahead of the clock"), "{stderr}");

@@ -560,11 +560,14 @@ impl Ids {
                 false
             }
             None if snowflake.stats().len == 0 => {
-                lines.push(format!(
-                    "snowflake: the ring is empty (worker ID {}, {:.1} s ahead of the clock)",
-                    snowflake.worker_id(),
-                    snowflake.time_ahead().as_secs_f64()
-                ));
+                lines.push(match snowflake.waiting_for_clock() {
+                    Some(why) => format!("snowflake: worker ID {}: {why}", snowflake.worker_id()),
+                    None => format!(
+                        "snowflake: the ring is empty (worker ID {}, {:.1} s ahead of the clock)",
+                        snowflake.worker_id(),
+                        snowflake.time_ahead().as_secs_f64()
+                    ),
+                });
                 false
             }
             None => {
@@ -657,6 +660,15 @@ impl Ids {
             retired[3] + stats.rejected_takes,
         );
         set_counter(&m.store_data_loss, uidgen::data_loss_events());
+        m.waiting_for_clock
+            .set(i64::from(snowflake.waiting_for_clock().is_some()));
+        for (tag, generator) in &self.periods {
+            m.period_ahead
+                .get_or_create(&TagLabel { tag: tag.clone() })
+                .set(i64::from(
+                    generator.current_period() > generator.clock_period(),
+                ));
+        }
         for (tag, generator) in read(&self.segments).iter() {
             let stats = generator.stats();
             let label = TagLabel { tag: tag.clone() };

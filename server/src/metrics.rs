@@ -59,6 +59,8 @@ pub(crate) struct Metrics {
     pub(crate) segment_runway: Family<TagLabel, FloatGauge>,
     pub(crate) ready: Gauge,
     pub(crate) store_data_loss: Counter,
+    pub(crate) waiting_for_clock: Gauge,
+    pub(crate) period_ahead: Family<TagLabel, Gauge>,
     pub(crate) leases_taken_again: Counter,
 }
 
@@ -81,6 +83,8 @@ impl Metrics {
             segment_runway: Family::default(),
             ready: Gauge::default(),
             store_data_loss: Counter::default(),
+            waiting_for_clock: Gauge::default(),
+            period_ahead: Family::default(),
             leases_taken_again: Counter::default(),
             registry: Registry::default(),
         };
@@ -159,6 +163,18 @@ impl Metrics {
             "Times a store was found to have lost data (a range below one handed out, an \
              identity changed or gone, a lease row gone); /readyz names the last",
             metrics.store_data_loss.clone(),
+        );
+        registry.register(
+            "snowflake_waiting_for_clock",
+            "1 while the snowflake ring waits for the clock (a step back past the rollback \
+             allowance, or a worker ID's mark ahead); /readyz says until when",
+            metrics.waiting_for_clock.clone(),
+        );
+        registry.register(
+            "period_ahead_of_clock",
+            "1 while a period tag serves a period ahead of the clock's (begun under a clock \
+             that ran ahead)",
+            metrics.period_ahead.clone(),
         );
         registry.register(
             "leases_taken_again",

@@ -199,7 +199,7 @@ impl Rate {
         match self {
             Rate::NotSampled => "-",
             Rate::New => "new",
-            Rate::GaveBack => "gave back",
+            Rate::GaveBack => "went down",
             Rate::PerSec(rate) if rate > 0.0 => "measured",
             Rate::PerSec(_) => "idle",
         }
