@@ -10,6 +10,7 @@ mod common;
 #[path = "../../tests/support/servers.rs"]
 mod servers;
 
+use common::machine::Machine;
 use common::serve::{curl, ids_of, Serve};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -62,45 +63,18 @@ impl FakeClock {
     }
 }
 
-/// One machine: a home, a state folder, an embedded store.
-struct Machine {
-    home: tempfile::TempDir,
+/// `uidgen next ARGS` on `machine` under `clock`.
+fn next(machine: &Machine, clock: &FakeClock, args: &[&str]) -> Output {
+    let mut all = vec!["next"];
+    all.extend_from_slice(args);
+    machine.command(&all).envs(clock.envs()).output().unwrap()
 }
 
-impl Machine {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn envs(&self) -> Vec<(String, String)> {
-        let home = self.home.path();
-        vec![
-            ("HOME".into(), home.display().to_string()),
-            (
-                "XDG_DATA_HOME".into(),
-                home.join("data").display().to_string(),
-            ),
-            (
-                "UIDGEN_STATE_DIR".into(),
-                home.join("stores").display().to_string(),
-            ),
-        ]
-    }
-
-    fn next(&self, clock: &FakeClock, args: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_uidgen"));
-        common::clean(&mut cmd).arg("next").args(args);
-        cmd.envs(self.envs()).envs(clock.envs());
-        cmd.output().unwrap()
-    }
-
-    fn serve(&self, clock: &FakeClock, args: &[&str]) -> Serve {
-        let envs: Vec<(String, String)> = self.envs().into_iter().chain(clock.envs()).collect();
-        let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        Serve::start(args, &envs)
-    }
+/// `uidgen serve ARGS` on `machine` under `clock`.
+fn serve(machine: &Machine, clock: &FakeClock, args: &[&str]) -> Serve {
+    let envs: Vec<(String, String)> = machine.envs().into_iter().chain(clock.envs()).collect();
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Serve::start(args, &envs)
 }
 
 fn ids(out: &Output, what: &str) -> Vec<u64> {
@@ -143,7 +117,7 @@ fn a_service_keeps_serving_through_steps_back_a_fixed_day_jump_and_restarts() {
     let store = dir.path().join("ids.sqlite3");
     let args = ["--store", store.to_str().unwrap()];
     let mut seen = HashSet::new();
-    let server = machine.serve(&clock, &args);
+    let server = serve(&machine, &clock, &args);
     serves_within_2s(&server, &mut seen, "at the start");
     for (step, name) in [("-10", "10 s back"), ("-120", "2 min back")] {
         clock.set(step);
@@ -168,7 +142,7 @@ fn a_service_keeps_serving_through_steps_back_a_fixed_day_jump_and_restarts() {
     let (exit, stderr) = server.terminate();
     assert!(exit.success(), "{stderr}");
     assert!(stderr.contains("the clock stepped back"), "{stderr}");
-    let server = machine.serve(&clock, &args);
+    let server = serve(&machine, &clock, &args);
     serves_within_2s(&server, &mut seen, "restarted 2 min back");
     // A day ahead, then set right: the running service moves to a worker ID whose mark
     // is behind the clock within 2 s of the probe that sees it waiting.
@@ -176,7 +150,7 @@ fn a_service_keeps_serving_through_steps_back_a_fixed_day_jump_and_restarts() {
     let (exit, stderr) = server.terminate();
     assert!(exit.success(), "{stderr}");
     assert!(stderr.contains("passes over worker ID"), "{stderr}");
-    let server = machine.serve(&clock, &args);
+    let server = serve(&machine, &clock, &args);
     serves_within_2s(&server, &mut seen, "restarted, clock right");
     clock.set("+1d");
     serves_within_2s(&server, &mut seen, "a day ahead");
@@ -213,7 +187,7 @@ fn a_service_keeps_serving_through_steps_back_a_fixed_day_jump_and_restarts() {
     assert!(exit.success(), "{stderr}");
     assert!(stderr.contains("took a new lease"), "{stderr}");
     // And a restart after it: the worker IDs with marks a day ahead are passed over.
-    let server = machine.serve(&clock, &args);
+    let server = serve(&machine, &clock, &args);
     serves_within_2s(&server, &mut seen, "restarted after the day");
 }
 
@@ -225,7 +199,8 @@ fn a_process_stepped_past_the_lease_ttl_never_takes_a_live_holders_worker_id() {
     let store = dir.path().join("ids.sqlite3");
     let config = dir.path().join("serve.toml");
     std::fs::write(&config, "lease_ttl_ms = 3000\n").unwrap();
-    let server = machine.serve(
+    let server = serve(
+        &machine,
         &clock,
         &[
             "--store",
@@ -239,7 +214,8 @@ fn a_process_stepped_past_the_lease_ttl_never_takes_a_live_holders_worker_id() {
     // Another process whose clock is 60 s ahead (20 TTLs): by the wall clock the
     // service's lease has long expired; by the embedded store's lease clock it has not.
     ahead.set("+60");
-    let out = machine.next(
+    let out = next(
+        &machine,
         &ahead,
         &["-n", "100000", "--store", store.to_str().unwrap(), "--json"],
     );
@@ -273,7 +249,8 @@ fn next_runs_through_the_faults(store: &str) {
         clock.set(offset);
         for generator in ["cached", "default"] {
             let started = Instant::now();
-            let out = machine.next(
+            let out = next(
+                &machine,
                 &clock,
                 &["-n", "20000", "--generator", generator, "--store", store],
             );
@@ -366,12 +343,12 @@ fn a_period_tag_never_goes_back_to_an_earlier_day_across_a_restart_after_a_jump(
     let day = |id: u64| id / 10u64.pow(10);
     // Two days ahead, then set right and restarted.
     clock.set("+2d");
-    let server = machine.serve(&clock, &args);
+    let server = serve(&machine, &clock, &args);
     let ahead = draw(&server);
     let (exit, stderr) = server.terminate();
     assert!(exit.success(), "{stderr}");
     clock.set("+0");
-    let server = machine.serve(&clock, &args);
+    let server = serve(&machine, &clock, &args);
     let after = draw(&server);
     let highest = ahead.iter().map(|&id| day(id)).max().unwrap();
     assert!(

@@ -20,60 +20,13 @@ mod relay;
 #[path = "../../tests/support/servers.rs"]
 mod servers;
 
+use common::machine::Machine;
+
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// One machine: its home and its state folder, the same for every run of a case.
-struct Machine {
-    home: tempfile::TempDir,
-}
-
-impl Machine {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn uidgen(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_uidgen"));
-        common::clean(&mut cmd)
-            .args(args)
-            .env("HOME", self.home.path())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env("UIDGEN_STATE_DIR", self.home.path().join("stores"));
-        cmd.output().unwrap()
-    }
-
-    /// A run that must succeed.
-    fn ok(&self, args: &[&str]) -> Output {
-        let out = self.uidgen(args);
-        assert!(
-            out.status.success(),
-            "uidgen {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// IDs printed by a run that must succeed.
-    fn ids(&self, args: &[&str]) -> Vec<u64> {
-        let out = self.uidgen(args);
-        assert!(
-            out.status.success(),
-            "uidgen {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| l.parse().unwrap())
-            .collect()
-    }
-}
 
 /// Asserts `run` either succeeded with no ID of `before`, or failed naming the loss.
 fn never_repeats(before: &HashSet<u64>, run: &Output, what: &str) -> Option<Vec<u64>> {
@@ -382,7 +335,7 @@ fn segment_rollback(place: &Place, machine: &Machine) {
     }
     assert_eq!(before.len(), 15_000);
     place.restore(&snapshot);
-    let run = machine.uidgen(&[
+    let run = machine.run(&[
         "segment", "next", "--tag", &tag, "-n", "5000", "--store", &url,
     ]);
     let after = never_repeats(&before, &run, "after the rollback").expect("the run goes on above");
@@ -394,7 +347,7 @@ fn segment_rollback(place: &Place, machine: &Machine) {
     );
     // Another machine, with no memory of its own, now finds the counter raised.
     let other = Machine::new();
-    let run = other.uidgen(&[
+    let run = other.run(&[
         "segment", "next", "--tag", &tag, "-n", "5000", "--store", &url,
     ]);
     let mut seen = before.clone();
@@ -414,7 +367,7 @@ fn lease_rollback(place: &Place, machine: &Machine) {
         .collect();
     place.restore(&snapshot);
     for generator in ["cached", "default"] {
-        let run = machine.uidgen(&[
+        let run = machine.run(&[
             "next",
             "-n",
             "100000",
@@ -466,7 +419,7 @@ fn a_counter_row_set_back_is_raised_past_what_it_handed_out() {
         .into_iter()
         .collect();
     place.sql("UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = 't'", true);
-    let run = machine.uidgen(&[
+    let run = machine.run(&[
         "segment", "next", "--tag", "t", "-n", "1000", "--store", &url,
     ]);
     never_repeats(&before, &run, "a row set back").expect("it goes on above");
@@ -517,7 +470,7 @@ fn a_redis_restarted_without_persistence_is_refused_until_repaired_and_never_rep
     ] {
         let mut args = args;
         args.extend(["--store", &url]);
-        let run = machine.uidgen(&args);
+        let run = machine.run(&args);
         assert!(
             !run.status.success(),
             "{args:?} succeeded after the restart"
@@ -525,7 +478,7 @@ fn a_redis_restarted_without_persistence_is_refused_until_repaired_and_never_rep
         never_repeats(&before, &run, "after the restart");
     }
     // The runbook: repair, then go on, repeating nothing.
-    let repaired = machine.uidgen(&["store", "repair", "--store", &url]);
+    let repaired = machine.run(&["store", "repair", "--store", &url]);
     assert!(
         repaired.status.success(),
         "{}",
@@ -536,11 +489,11 @@ fn a_redis_restarted_without_persistence_is_refused_until_repaired_and_never_rep
         report.contains(tag) && report.contains("created again"),
         "{report}"
     );
-    let run = machine.uidgen(&[
+    let run = machine.run(&[
         "segment", "next", "--tag", tag, "-n", "5000", "--store", &url,
     ]);
     before.extend(never_repeats(&before, &run, "after the repair").expect("it goes on"));
-    let run = machine.uidgen(&["next", "-n", "100000", "--store", &url]);
+    let run = machine.run(&["next", "-n", "100000", "--store", &url]);
     never_repeats(&snowflakes, &run, "snowflake after the repair").expect("it goes on");
 }
 
@@ -555,12 +508,12 @@ fn flushall_is_refused_and_a_redis_that_keeps_nothing_needs_the_opt_in() {
         .into_iter()
         .collect();
     redis_cli(redis.port, &["FLUSHALL"]);
-    let run = machine.uidgen(&["next", "-n", "1000", "--store", &url]);
+    let run = machine.run(&["next", "-n", "1000", "--store", &url]);
     assert!(!run.status.success());
     never_repeats(&before, &run, "after FLUSHALL");
 
     let bare = format!("redis://127.0.0.1:{}", redis.port);
-    let run = machine.uidgen(&["next", "-n", "1", "--store", &bare]);
+    let run = machine.run(&["next", "-n", "1", "--store", &bare]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         !run.status.success() && stderr.contains("accept_data_loss=true"),
@@ -604,7 +557,7 @@ fn a_failover_to_a_replica_that_missed_writes_never_repeats() {
         "segment", "next", "--tag", tag, "-n", "3000", "--store", &url,
     ]));
     front.point_to(format!("127.0.0.1:{}", replica.port).parse().unwrap());
-    let run = machine.uidgen(&[
+    let run = machine.run(&[
         "segment", "next", "--tag", tag, "-n", "3000", "--store", &url,
     ]);
     never_repeats(&before, &run, "after the failover").expect("it goes on above");
@@ -835,7 +788,7 @@ fn a_new_holder_on_a_flushed_redis_never_overlaps_the_service_that_held_it() {
     // At once, a process on another machine (no memory of the store) takes worker ID 0
     // of the emptied store: it must not hand out what the service is still handing out.
     let second = Machine::new();
-    let run = second.uidgen(&["next", "-n", "200000", "--store", &url]);
+    let run = second.run(&["next", "-n", "200000", "--store", &url]);
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let served = client.join().unwrap();
@@ -852,10 +805,13 @@ fn a_new_holder_on_a_flushed_redis_never_overlaps_the_service_that_held_it() {
 fn wait_replicas_takes_no_step_as_written_until_a_replica_has_it() {
     let primary = PrivateRedis::start();
     let replica = PrivateRedis::start_as(Some(primary.port));
+    // One replica following and in sync ("online"), or none.
     let replicas = |n: &str| {
-        let wanted = format!("connected_slaves:{n}");
         let started = Instant::now();
-        while !redis_cli(primary.port, &["INFO", "replication"]).contains(&wanted) {
+        let wanted = format!("connected_slaves:{n}");
+        let ready =
+            |info: &str| info.contains(&wanted) && (n == "0" || info.contains("state=online"));
+        while !ready(&redis_cli(primary.port, &["INFO", "replication"])) {
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "never {wanted}"
@@ -880,7 +836,7 @@ fn wait_replicas_takes_no_step_as_written_until_a_replica_has_it() {
     );
     redis_cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
     replicas("0");
-    let run = machine.uidgen(&["segment", "next", "--tag", "t", "-n", "25", "--store", &url]);
+    let run = machine.run(&["segment", "next", "--tag", "t", "-n", "25", "--store", &url]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         !run.status.success() && stderr.contains("wait_replicas"),

@@ -334,7 +334,15 @@ impl StoreUrl {
     /// The store's own records (its identity and floors), on the engines that keep them.
     fn records(&self) -> Result<Option<Box<dyn super::guard::RecordSteps>>, StoreError> {
         #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
-        use super::sql::records::{SqlRecords, RECORDS_TABLE};
+        use super::sql::records::RECORDS_TABLE;
+        /// An SQL engine's connection to the records table, as the records' steps.
+        #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
+        fn sql_records<C: super::sql::SqlConn>(conn: C) -> Box<dyn super::guard::RecordSteps> {
+            Box::new(super::sql::records::SqlRecords {
+                conn,
+                table: RECORDS_TABLE.into(),
+            })
+        }
         match (&self.target, self.kind) {
             #[cfg(feature = "sqlite")]
             (Target::File(path), _) => {
@@ -346,10 +354,7 @@ impl StoreUrl {
                 if let Some(timeout) = self.timeout {
                     conn = conn.busy_timeout(timeout);
                 }
-                Ok(Some(Box::new(SqlRecords {
-                    conn,
-                    table: RECORDS_TABLE.into(),
-                })))
+                Ok(Some(sql_records(conn)))
             }
             #[cfg(feature = "mysql")]
             (Target::Url(raw), StoreKind::MySql) => {
@@ -361,10 +366,7 @@ impl StoreUrl {
                 if let Some(timeout) = self.timeout {
                     conn = conn.with_timeout(timeout);
                 }
-                Ok(Some(Box::new(SqlRecords {
-                    conn,
-                    table: RECORDS_TABLE.into(),
-                })))
+                Ok(Some(sql_records(conn)))
             }
             #[cfg(feature = "postgres")]
             (Target::Url(raw), StoreKind::Postgres) => {
@@ -376,10 +378,7 @@ impl StoreUrl {
                 if let Some(timeout) = self.timeout {
                     conn = conn.with_timeout(timeout);
                 }
-                Ok(Some(Box::new(SqlRecords {
-                    conn,
-                    table: RECORDS_TABLE.into(),
-                })))
+                Ok(Some(sql_records(conn)))
             }
             #[cfg(feature = "redis")]
             (Target::Url(raw), StoreKind::Redis) => {

@@ -2,6 +2,7 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub mod machine;
 pub mod serve;
 
 use std::path::{Path, PathBuf};
