@@ -177,7 +177,7 @@ fn a_missing_tag_fails_the_build_naming_it() {
         assert!(
             matches!(err, SegmentError::Store(StoreError::MissingTag { .. }))
                 && message.contains("\"ghost\"")
-                && message.contains("create_missing"),
+                && message.contains("segment create --tag ghost"),
             "{message}"
         );
     });

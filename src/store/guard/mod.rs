@@ -31,10 +31,11 @@ pub use self::repair::RepairReport;
 pub(crate) use self::segments::GuardedSegments;
 
 use super::{StoreError, StoreKind};
-use crate::sync::outside_loom::{lock, Mutex};
+use crate::sync::outside_loom::{lock, read, write, Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 /// One engine's steps for the store's own records: a name and a value each.
@@ -151,6 +152,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Called with the reason when the store is found to have lost data: leases stop.
     on_loss: Mutex<Vec<LossHook>>,
+    /// Allocations hold it shared, give-backs alone: a floor lowered by a give-back is
+    /// never compared with a range taken by a call that began before it.
+    gate: RwLock<()>,
 }
 
 #[derive(Default)]
@@ -205,6 +209,7 @@ impl Shared {
             records,
             state: Mutex::new(State::default()),
             on_loss: Mutex::new(Vec::new()),
+            gate: RwLock::new(()),
         });
         registry.push((key, Arc::downgrade(&shared)));
         let weak = Arc::downgrade(&shared);
@@ -235,6 +240,16 @@ impl Shared {
 
     pub(crate) fn memory(&self) -> Option<&Memory> {
         self.memory.as_ref()
+    }
+
+    /// Held by an allocation from its floor snapshot to its check.
+    pub(crate) fn allocating(&self) -> RwLockReadGuard<'_, ()> {
+        read(&self.gate)
+    }
+
+    /// Held by a give-back and the floor it lowers.
+    pub(crate) fn giving_back(&self) -> RwLockWriteGuard<'_, ()> {
+        write(&self.gate)
     }
 
     /// Runs `hook` with the reason when this store is found to have lost data.

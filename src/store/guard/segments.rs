@@ -47,10 +47,14 @@ impl SegmentStore for GuardedSegments {
         let floor_record = floor_name(&self.scope, tag);
         let read = self.shared.check(&[&floor_record])?;
         let store_floor = number(read[0].as_ref());
+        // What was handed out before this call began: ranges taken at the same time by
+        // other threads may come back in either order, and a give-back of this process
+        // (which lowers the floor) waits for the calls under way.
+        let _gate = self.shared.allocating();
+        let mut known = self.known(tag, store_floor);
         for _ in 0..REPAIR_ATTEMPTS {
             let end = self.inner.allocate(tag, step)?;
             let start = end.saturating_sub(step);
-            let known = self.known(tag, store_floor);
             if start >= known {
                 self.shared.record_floor(&self.scope, tag, end)?;
                 return Ok(end);
@@ -82,11 +86,13 @@ impl SegmentStore for GuardedSegments {
                 }
             ));
             raise_record(self.shared.records(), &floor_record, to)?;
+            if raised {
+                known = to;
+            }
         }
         Err(self.shared.lost_error(&format!(
-            "tag {tag:?} kept handing out ranges below {}, which were handed out already, \
-             {REPAIR_ATTEMPTS} times in a row",
-            self.known(tag, store_floor)
+            "tag {tag:?} kept handing out ranges below {known}, which were handed out \
+             already, {REPAIR_ATTEMPTS} times in a row"
         )))
     }
 
@@ -140,6 +146,7 @@ impl SegmentStore for GuardedSegments {
     }
 
     fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        let _gate = self.shared.giving_back();
         let given = self.inner.give_back(tag, from, to)?;
         if given {
             self.shared.lower_floor(&self.scope, tag, from, to)?;
