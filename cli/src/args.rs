@@ -88,7 +88,7 @@ pub(crate) enum Command {
         action: SegmentAction,
     },
     /// Look after a store: after a restore, a failover or a restart that lost data,
-    /// `store repair` raises it past every ID handed out, so services can start again.
+    /// store repair raises it past every ID handed out, so services can start again.
     Store {
         #[command(subcommand)]
         action: StoreAction,
@@ -231,8 +231,8 @@ pub(crate) enum StoreAction {
         /// still hold).
         #[arg(long, default_value_t = uidgen::REPAIR_MARGIN, value_name = "IDS")]
         margin: u64,
-        /// The largest time any process borrowed ahead of the clock, in seconds (`uidgen
-        /// serve` caps it at 5 s by default; raise it if a process ran with a larger cap or
+        /// The largest time any process borrowed ahead of the clock, in seconds (uidgen
+        /// serve caps it at 5 s by default; raise it if a process ran with a larger cap or
         /// none): every lease starts at least this far past now.
         #[arg(long, default_value = "5", value_name = "SECONDS", value_parser = parse_sample)]
         ahead: Duration,

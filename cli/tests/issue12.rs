@@ -681,6 +681,8 @@ fn case9_help_texts_are_plain_and_complete() {
         &["layout", "--help"],
         &["bench", "--help"],
         &["completions", "--help"],
+        &["store", "repair", "--help"],
+        &["segment", "create", "--help"],
     ] {
         let text = success_stdout(&run(command));
         assert!(!text.contains('`'), "{command:?}: {text}");
