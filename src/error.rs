@@ -212,7 +212,7 @@ pub enum UidError {
     /// The ring stayed empty because padding waits for the clock, and why: a clock
     /// stepped back further than the rollback allowance, or the worker ID's time mark
     /// ahead of the clock (with the time it waits for).
-    #[error("no ID now: {why}")]
+    #[error("{why}")]
     WaitingForClock {
         /// What happened and until when, in words.
         why: String,

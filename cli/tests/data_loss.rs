@@ -511,6 +511,32 @@ fn flushall_is_refused_and_a_redis_that_keeps_nothing_needs_the_opt_in() {
     let run = machine.run(&["next", "-n", "1000", "--store", &url]);
     assert!(!run.status.success());
     never_repeats(&before, &run, "after FLUSHALL");
+    // The machine that noticed left word: another machine, with no memory of the store,
+    // refuses it too rather than creating a tag at 1 or taking worker ID 0 afresh.
+    let other = Machine::new();
+    for args in [
+        [
+            "segment",
+            "next",
+            "--tag",
+            "t",
+            "--create-step",
+            "10",
+            "-n",
+            "3",
+        ]
+        .as_slice(),
+        ["next", "-n", "3"].as_slice(),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--store", &url]);
+        let run = other.run(&args);
+        assert!(
+            !run.status.success(),
+            "{args:?} succeeded on another machine"
+        );
+        never_repeats(&before, &run, "another machine after FLUSHALL");
+    }
 
     let bare = format!("redis://127.0.0.1:{}", redis.port);
     let run = machine.run(&["next", "-n", "1", "--store", &bare]);
@@ -675,8 +701,9 @@ fn a_running_service_whose_redis_is_flushed_stops_says_so_and_heals_after_the_re
         "{stderr}"
     );
 
-    // The runbook: repair; the running service takes from the store again by itself.
-    machine.ok(&["store", "repair", "--store", &url]);
+    // The runbook: repair (here from a machine that never used the store: the word the
+    // service left names the identity it lost); the service takes from it again by itself.
+    Machine::new().ok(&["store", "repair", "--store", &url]);
     let repaired = Instant::now();
     let after = loop {
         let (status, body) = curl(&[&a.url("/v1/snowflake?count=1000")]);
@@ -896,4 +923,36 @@ fn a_residue_tag_whose_store_files_are_set_back_never_repeats() {
             assert!(!before.contains(&id), "{id} handed out again");
         }
     }
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn a_dump_restored_under_a_running_service_is_raised_before_others_take_from_it() {
+    use common::serve::{curl, ids_of};
+    let place = Place::mariadb();
+    let url = place.url();
+    let machine = Machine::new();
+    machine.ok(&[
+        "segment", "create", "--tag", "t", "--step", "100", "--store", &url,
+    ]);
+    let snapshot = place.snapshot();
+    let service = serve(&machine, &["--store", &url, "--tag", "t"], &[]);
+    let mut before = HashSet::new();
+    for _ in 0..5 {
+        let (status, body) = curl(&[&service.url("/v1/segment/t?count=100")]);
+        assert_eq!(status, 200, "{body}");
+        before.extend(ids_of(&body));
+    }
+    place.restore(&snapshot);
+    // Within about a second the service sees the counter below what it handed out and
+    // raises it; a process on another machine, with no memory of the store, then
+    // starts above.
+    std::thread::sleep(Duration::from_millis(2500));
+    let other = Machine::new();
+    let run = other.run(&[
+        "segment", "next", "--tag", "t", "-n", "300", "--store", &url,
+    ]);
+    never_repeats(&before, &run, "another machine after the restore").expect("it goes on");
+    let (_, ready) = curl(&[&service.url("/readyz")]);
+    assert!(ready.contains("data loss found"), "{ready}");
 }

@@ -349,7 +349,7 @@ pub enum StoreError {
     /// vanished, a counter or a lease row went back or away), or creating a tag would
     /// repeat IDs it handed out: nothing more is taken from it that could repeat an ID.
     /// `what` says what was found and what to do (`uidgen store repair`, after a check).
-    #[error("{store} store {location}: {what}")]
+    #[error("{location}: {what}")]
     DataLost {
         /// The kind of store.
         store: &'static str,

@@ -292,12 +292,12 @@ impl StoreUrl {
     ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
         let inner = self.raw_segment(name)?;
         Ok(match self.records()? {
-            Some(records) => Box::new(super::guard::GuardedSegments {
+            Some(records) => Box::new(super::guard::GuardedSegments::new(
                 inner,
-                shared: super::guard::Shared::of(records),
-                scope: name.unwrap_or(DEFAULT_SCOPE).to_owned(),
-                force_create: self.force_create,
-            }),
+                super::guard::Shared::of(records),
+                name.unwrap_or(DEFAULT_SCOPE),
+                self.force_create,
+            )),
             None => inner,
         })
     }

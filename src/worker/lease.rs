@@ -71,16 +71,19 @@ impl WorkerLeaseBuilder {
         };
         let ahead = |mark: u64| Duration::from_millis(mark.saturating_sub(now_ms));
         let pass_over = |worker_id: u64, mark_ms: u64| -> Result<(), WorkerIdError> {
-            tracing::warn!(
-                worker_id,
-                mark = %crate::clock::format_instant(mark_ms),
-                "uidgen passes over worker ID {worker_id}: its time mark is {:.1?} ahead of the \
-                 clock (a previous holder's clock ran ahead, or it borrowed that far)",
-                ahead(mark_ms)
-            );
+            tracing::debug!(worker_id, mark_ms, "uidgen passes over a worker ID");
             self.store.release(worker_id, request.holder, mark_ms)?;
             Ok(())
         };
+        // One line for the whole look, not one per worker ID.
+        tracing::warn!(
+            worker_id = lowest,
+            mark = %crate::clock::format_instant(lowest_mark),
+            "uidgen passes over worker ID {lowest}: its time mark is {:.1?} ahead of the clock \
+             (a previous holder's clock ran ahead, it borrowed that far, or a repair set every \
+             mark ahead); looking for a free worker ID whose mark is within {within:?}",
+            ahead(lowest_mark)
+        );
         pass_over(lowest, lowest_mark)?;
         let last = lowest
             .saturating_add(PASS_OVER_AT_MOST)

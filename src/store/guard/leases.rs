@@ -33,17 +33,8 @@ impl LeaseStore for GuardedLeases {
 
     fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
         let mut read = self.shared.check(&[MARK_FLOOR])?;
-        // A network store whose identity is brand new may have just lost its data while
-        // holders of the old one still run: wait until they have seen it and left word.
-        if self.kind() != StoreKind::Sqlite {
-            if let Some(age) = self
-                .shared
-                .identity_age()
-                .filter(|a| *a < super::YOUNG_STORE)
-            {
-                std::thread::sleep(super::YOUNG_STORE - age);
-                read = self.shared.check(&[MARK_FLOOR])?;
-            }
+        if self.shared.young_wait(self.kind()) {
+            read = self.shared.check(&[MARK_FLOOR])?;
         }
         let store_floor = number(read[0].as_ref());
         match self.inner.acquire(request)? {

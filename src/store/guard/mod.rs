@@ -30,6 +30,7 @@ pub(crate) use self::repair::repair;
 pub use self::repair::RepairReport;
 pub(crate) use self::segments::GuardedSegments;
 
+use super::segment::SegmentStore;
 use super::{StoreError, StoreKind};
 use crate::sync::outside_loom::{lock, read, write, Mutex, RwLock};
 use std::collections::HashMap;
@@ -62,6 +63,9 @@ pub(crate) const LOST: &str = "lost";
 pub(crate) const REPLACES: &str = "replaces";
 /// The lowest time mark any lease is granted (Unix ms), set by a repair.
 pub(crate) const MARK_FLOOR: &str = "mark_floor";
+/// The identities that processes saw vanish or change (their random parts), left with
+/// the word: a repair from any machine replaces them.
+pub(crate) const LOST_IDENTITIES: &str = "lost_identities";
 
 /// How far past the highest ID known a counter is raised when the store went back: more
 /// than any one range (Leaf's largest step) that a process missing from the count may hold.
@@ -152,6 +156,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Called with the reason when the store is found to have lost data: leases stop.
     on_loss: Mutex<Vec<LossHook>>,
+    /// The segment stores of this place in the process, by scope: the watcher compares
+    /// their counters with the floors once a second.
+    counters: Mutex<Vec<(String, Weak<dyn SegmentStore>)>>,
     /// Allocations hold it shared, give-backs alone: a floor lowered by a give-back is
     /// never compared with a range taken by a call that began before it.
     gate: RwLock<()>,
@@ -182,6 +189,9 @@ impl std::fmt::Debug for Shared {
 /// Every store place this process guards.
 static REGISTRY: Mutex<Vec<(String, Weak<Shared>)>> = Mutex::new(Vec::new());
 
+/// How many tags' counters the watcher compares with their floors a round.
+const COUNTERS_A_ROUND: usize = 64;
+
 /// How often a process checks each store's identity while it holds one of its stores.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
@@ -210,6 +220,7 @@ impl Shared {
             state: Mutex::new(State::default()),
             on_loss: Mutex::new(Vec::new()),
             gate: RwLock::new(()),
+            counters: Mutex::new(Vec::new()),
         });
         registry.push((key, Arc::downgrade(&shared)));
         let weak = Arc::downgrade(&shared);
@@ -223,8 +234,8 @@ impl Shared {
                     let state = lock(&shared.state);
                     state.identity.is_some() && state.lost.is_none()
                 };
-                if watching {
-                    let _ = shared.check(&[]);
+                if watching && shared.check(&[]).is_ok() {
+                    shared.check_counters();
                 }
             });
         shared
@@ -240,6 +251,66 @@ impl Shared {
 
     pub(crate) fn memory(&self) -> Option<&Memory> {
         self.memory.as_ref()
+    }
+
+    /// Lets the watcher look at the counters of `scope` through `store`.
+    pub(crate) fn watch_counters(&self, scope: &str, store: Weak<dyn SegmentStore>) {
+        let mut counters = lock(&self.counters);
+        counters.retain(|(_, store)| store.strong_count() > 0);
+        counters.push((scope.to_owned(), store));
+    }
+
+    /// A counter below what this process knows was handed out (a dump restored, a
+    /// replica promoted, while this process runs): raised past it at once, and reported,
+    /// rather than at this process's next fetch, so others taking from the counter
+    /// meanwhile do not get those IDs again. Up to [`COUNTERS_A_ROUND`] tags a round.
+    fn check_counters(&self) {
+        let stores: Vec<(String, Arc<dyn SegmentStore>)> = lock(&self.counters)
+            .iter()
+            .filter_map(|(scope, store)| Some((scope.clone(), store.upgrade()?)))
+            .collect();
+        for (scope, store) in stores {
+            let floors: Vec<(String, u64)> = lock(&self.state)
+                .floors
+                .iter()
+                .filter(|((s, _), _)| *s == scope)
+                .map(|((_, tag), end)| (tag.clone(), *end))
+                .take(COUNTERS_A_ROUND)
+                .collect();
+            for (tag, floor) in floors {
+                // A give-back of this process lowers counter and floor together.
+                let _gate = self.allocating();
+                let Ok(Some(record)) = store.tag(&tag) else {
+                    continue;
+                };
+                if record.max_id >= floor || record.max_id >= self.floor(&scope, &tag) {
+                    continue;
+                }
+                let Some(to) = floor
+                    .checked_add(REPAIR_MARGIN)
+                    .filter(|to| *to <= i64::MAX as u64)
+                else {
+                    continue;
+                };
+                if let Ok(raised) = store.raise(&tag, record.max_id, to) {
+                    report(format!(
+                        "{}: tag {tag:?}'s counter went back to {} while this process had IDs \
+                         up to {} (restored, or a replica behind); {}",
+                        store.describe(),
+                        record.max_id,
+                        floor - 1,
+                        if raised {
+                            format!("raised to {to}")
+                        } else {
+                            "it moved meanwhile; the next fetch checks it".into()
+                        }
+                    ));
+                    if raised {
+                        let _ = raise_record(&*self.records, &floor_name(&scope, &tag), to);
+                    }
+                }
+            }
+        }
     }
 
     /// Held by an allocation from its floor snapshot to its check.
@@ -325,7 +396,9 @@ impl Shared {
             (None, Some(id)) => self.adopt(&id, &replaces)?,
             (None, None) => {
                 if let Some(remembered) = self.remembered_identity()? {
-                    return Err(self.lost_error(&format!(
+                    self.load_memory_floors()?;
+                    lock(&self.state).identity = Some(remembered.clone());
+                    return Err(self.declare_lost(format!(
                         "this machine used it before (identity {remembered:?}, remembered in {}), \
                          but it has no identity now: the store lost data (emptied or replaced: \
                          a restart without persistence, FLUSHALL, a new database); run `uidgen \
@@ -364,7 +437,9 @@ impl Shared {
             let remembered = memory.read()?;
             if let Some(old) = &remembered.identity {
                 if old != id && !replaced(replaces, old) {
-                    return Err(self.lost_error(&format!(
+                    self.load_memory_floors()?;
+                    lock(&self.state).identity = Some(old.clone());
+                    return Err(self.declare_lost(format!(
                         "this machine last saw it with identity {old:?} (remembered in {}), and \
                          it now has {id:?}: it was replaced or lost its data (a restore of \
                          another copy, a restart without persistence, a new database); run \
@@ -375,17 +450,27 @@ impl Shared {
                 }
             }
             memory.update(|r| r.identity = Some(id.to_owned()))?;
-            let mut state = lock(&self.state);
-            for (key, end) in remembered.tags {
-                let floor = state.floors.entry(key).or_default();
-                *floor = (*floor).max(end);
-            }
-            for (key, mark) in remembered.marks {
-                let floor = state.marks.entry(key).or_default();
-                *floor = (*floor).max(mark);
-            }
+            self.load_memory_floors()?;
         }
         lock(&self.state).identity = Some(id.to_owned());
+        Ok(())
+    }
+
+    /// Takes this machine's floors of the store into the process's.
+    fn load_memory_floors(&self) -> Result<(), StoreError> {
+        let Some(memory) = &self.memory else {
+            return Ok(());
+        };
+        let remembered = memory.read()?;
+        let mut state = lock(&self.state);
+        for (key, end) in remembered.tags {
+            let floor = state.floors.entry(key).or_default();
+            *floor = (*floor).max(end);
+        }
+        for (key, mark) in remembered.marks {
+            let floor = state.marks.entry(key).or_default();
+            *floor = (*floor).max(mark);
+        }
         Ok(())
     }
 
@@ -420,8 +505,21 @@ impl Shared {
             now_ms(),
             crate::process::holder_identity()
         );
+        let seen = lock(&self.state).identity.clone();
         let left = (|| {
             self.records.put(LOST, &word)?;
+            if let Some(random) = seen.as_deref().and_then(|s| s.split_whitespace().next()) {
+                let listed = self.records.get(&[LOST_IDENTITIES])?.pop().flatten();
+                let mut listed: Vec<String> = listed
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect();
+                if !listed.iter().any(|l| l == random) {
+                    listed.push(random.to_owned());
+                    self.records.put(LOST_IDENTITIES, &listed.join(" "))?;
+                }
+            }
             for ((scope, tag), end) in &floors {
                 raise_record(&*self.records, &floor_name(scope, tag), *end)?;
             }
@@ -445,6 +543,22 @@ impl Shared {
         state.identity = Some(id.to_owned());
         state.lost = None;
         Ok(())
+    }
+
+    /// A network store whose identity is brand new may have just lost its data while
+    /// processes that used the old one still run: waits until they have seen it and left
+    /// word (the caller then checks again); `true` if it waited.
+    pub(crate) fn young_wait(&self, kind: StoreKind) -> bool {
+        if kind == StoreKind::Sqlite {
+            return false;
+        }
+        match self.identity_age().filter(|age| *age < YOUNG_STORE) {
+            Some(age) => {
+                std::thread::sleep(YOUNG_STORE - age);
+                true
+            }
+            None => false,
+        }
     }
 
     /// How long ago the identity this process adopted was made, if it has one.

@@ -21,10 +21,19 @@ pub struct RepairReport {
     pub recreated: Vec<(String, u64)>,
     /// The lowest time mark a lease is granted from now on (Unix ms).
     pub mark_floor_ms: u64,
+    /// The store had no uidgen records and no tags: never used, or not the store meant.
+    pub was_empty: bool,
 }
 
 impl std::fmt::Display for RepairReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.was_empty {
+            writeln!(
+                f,
+                "note: the store had no uidgen records and no tags (never used, or not the \
+                 store you meant?)"
+            )?;
+        }
         for (tag, from, to) in &self.raised {
             writeln!(f, "tag {tag:?}: counter raised from {from} to {to}")?;
         }
@@ -58,8 +67,16 @@ pub(crate) fn repair(
     margin: u64,
     ahead: Duration,
 ) -> Result<RepairReport, StoreError> {
+    if margin == 0 {
+        return Err(StoreError::InvalidSegment {
+            store: segments.kind().name(),
+            tag: "*".into(),
+            problem: "the repair margin is 0: it must be at least 1 (default 1,000,000)".into(),
+        });
+    }
     let records = shared.records();
     let all = records.all()?;
+    let was_empty = all.is_empty();
     let mut floors: BTreeMap<String, u64> = BTreeMap::new();
     let mut steps: BTreeMap<String, u64> = BTreeMap::new();
     let prefix_floor = format!("floor:{segment_scope}\t");
@@ -137,7 +154,7 @@ pub(crate) fn repair(
     let mark_floor_ms = now_ms().saturating_add(ahead_ms);
     raise_record(records, MARK_FLOOR, mark_floor_ms)?;
 
-    let old = records.get(&[STORE_ID, REPLACES])?;
+    let old = records.get(&[STORE_ID, REPLACES, super::LOST_IDENTITIES])?;
     let mut replaces: Vec<String> = old[1]
         .as_deref()
         .unwrap_or("")
@@ -145,11 +162,16 @@ pub(crate) fn repair(
         .map(str::to_owned)
         .collect();
     let mut replaced_now = Vec::new();
-    for id in [old[0].clone(), remembered.identity.clone()]
+    // The store's identity, this machine's memory of it, and every identity processes
+    // saw vanish (left with their word): machines that knew any of them accept the new.
+    let lost_ones = old[2].clone().unwrap_or_default();
+    let known = [old[0].clone(), remembered.identity.clone()]
         .into_iter()
         .flatten()
-    {
-        let id = id.split_whitespace().next().unwrap_or_default().to_owned();
+        .map(|id| id.split_whitespace().next().unwrap_or_default().to_owned())
+        .chain(lost_ones.split_whitespace().map(str::to_owned))
+        .collect::<Vec<_>>();
+    for id in known {
         if !id.is_empty() && !replaces.contains(&id) {
             replaces.push(id.clone());
             replaced_now.push(id);
@@ -160,10 +182,12 @@ pub(crate) fn repair(
     records.put(REPLACES, &replaces.join(" "))?;
     records.put(STORE_ID, &identity)?;
     records.put(LOST, "")?;
+    records.put(super::LOST_IDENTITIES, "")?;
     shared.adopt_repaired(&identity)?;
     Ok(RepairReport {
         identity,
         replaces: replaced_now,
+        was_empty: was_empty && raised.is_empty() && recreated.is_empty(),
         raised,
         recreated,
         mark_floor_ms,

@@ -12,7 +12,7 @@ const REPAIR_ATTEMPTS: usize = 8;
 
 /// A [`SegmentStore`] guarded by its place's [`Shared`] knowledge.
 pub(crate) struct GuardedSegments {
-    pub(crate) inner: Box<dyn SegmentStore>,
+    pub(crate) inner: Arc<dyn SegmentStore>,
     pub(crate) shared: Arc<Shared>,
     /// The table or key prefix: tags of the same name elsewhere are other tags.
     pub(crate) scope: String,
@@ -27,6 +27,24 @@ impl std::fmt::Debug for GuardedSegments {
 }
 
 impl GuardedSegments {
+    /// `inner` guarded by its place's `shared` knowledge; the place's watcher also looks
+    /// at the counters of the tags this process took ranges of, through it.
+    pub(crate) fn new(
+        inner: Box<dyn SegmentStore>,
+        shared: Arc<Shared>,
+        scope: &str,
+        force_create: bool,
+    ) -> Self {
+        let inner: Arc<dyn SegmentStore> = Arc::from(inner);
+        shared.watch_counters(scope, Arc::downgrade(&inner));
+        Self {
+            inner,
+            shared,
+            scope: scope.to_owned(),
+            force_create,
+        }
+    }
+
     /// The highest range end known for `tag`: this process's, local memory's and the
     /// store's own record (`store_floor`).
     fn known(&self, tag: &str, store_floor: u64) -> u64 {
@@ -106,7 +124,10 @@ impl SegmentStore for GuardedSegments {
         // The records first, then the row: the record of a creation is written after its
         // row, so a tag another process creates meanwhile is seen as existing, not gone.
         let (floor_record, tag_record) = (floor_name(&self.scope, tag), tag_name(&self.scope, tag));
-        let read = self.shared.check(&[&floor_record, &tag_record])?;
+        let mut read = self.shared.check(&[&floor_record, &tag_record])?;
+        if self.shared.young_wait(self.kind()) {
+            read = self.shared.check(&[&floor_record, &tag_record])?;
+        }
         if self.inner.tag(tag)?.is_some() {
             return Ok(false);
         }
@@ -176,7 +197,7 @@ impl SegmentStore for GuardedSegments {
     }
 
     fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
-        self.shared.check(&[])?;
+        // Only reads: a store refused for lost data can still be looked at.
         self.inner.tags()
     }
 }

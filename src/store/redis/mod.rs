@@ -340,9 +340,13 @@ impl RedisConn {
             None => self.connect()?,
         };
         let result = work(&mut conn).map_err(|e| self.explain(e, step))?;
-        if let Some(wanted) = self.wait_replicas {
-            // A failover to a replica then loses nothing this step wrote.
-            let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let reads_only = ["reading", "listing", "looking", "checking"]
+            .iter()
+            .any(|verb| step.starts_with(verb));
+        if let Some(wanted) = self.wait_replicas.filter(|_| !reads_only) {
+            // A failover to a replica then loses nothing this step wrote. WAIT's own bound
+            // is under the connection's read bound, so its answer arrives to be read.
+            let timeout_ms = u64::try_from((self.timeout * 3 / 4).as_millis()).unwrap_or(u64::MAX);
             let acked: u64 = redis::cmd("WAIT")
                 .arg(wanted)
                 .arg(timeout_ms)
@@ -356,7 +360,7 @@ impl RedisConn {
                     what: format!(
                         "{acked} of the {wanted} replicas the URL asks for (wait_replicas) had \
                          the write within {:?}; not taken as written",
-                        self.timeout
+                        self.timeout * 3 / 4
                     ),
                 });
             }
