@@ -67,7 +67,15 @@ impl Memory {
     /// What the file holds (nothing if there is no file).
     pub(crate) fn read(&self) -> Result<Remembered, StoreError> {
         match std::fs::read_to_string(&self.path) {
-            Ok(text) => Ok(parse(&text)),
+            Ok(text) => parse(&text).map_err(|line| StoreError::File {
+                path: self.path.clone(),
+                problem: format!(
+                    "uidgen's memory of {}: line {line} is not one uidgen writes (a damaged \
+                     file would lose the floors it keeps); fix or remove the line",
+                    self.key
+                ),
+                source: None,
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Remembered::default()),
             Err(e) => Err(self.failed("cannot read it".into(), e)),
         }
@@ -126,28 +134,34 @@ fn render(key: &str, remembered: &Remembered) -> String {
     text
 }
 
-fn parse(text: &str) -> Remembered {
+/// What the file says, or the number of the first line that is not one [`render`]
+/// writes.
+fn parse(text: &str) -> Result<Remembered, usize> {
     let mut remembered = Remembered::default();
-    for line in text.lines() {
+    for (index, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split('\t').collect();
+        let bad = || index + 1;
         match fields.as_slice() {
+            [comment] if comment.starts_with('#') || comment.is_empty() => {}
+            ["store", _] => {}
             ["id", identity] => remembered.identity = Some((*identity).to_owned()),
             ["tag", scope, tag, end] => {
-                if let Ok(end) = end.parse() {
-                    remembered
-                        .tags
-                        .insert(((*scope).to_owned(), (*tag).to_owned()), end);
-                }
+                let end = end.parse().map_err(|_| bad())?;
+                remembered
+                    .tags
+                    .insert(((*scope).to_owned(), (*tag).to_owned()), end);
             }
             ["mark", scope, worker, mark] => {
-                if let (Ok(worker), Ok(mark)) = (worker.parse(), mark.parse()) {
-                    remembered.marks.insert(((*scope).to_owned(), worker), mark);
-                }
+                let (worker, mark) = (
+                    worker.parse().map_err(|_| bad())?,
+                    mark.parse().map_err(|_| bad())?,
+                );
+                remembered.marks.insert(((*scope).to_owned(), worker), mark);
             }
-            _ => {}
+            _ => return Err(bad()),
         }
     }
-    remembered
+    Ok(remembered)
 }
 
 /// FNV-1a: a file name per store that stays the same across processes and builds.
@@ -171,7 +185,10 @@ mod tests {
             .tags
             .insert(("leaf_alloc".into(), "order with spaces".into()), 5001);
         remembered.marks.insert(("WORKER_LEASE".into(), 7), 123_456);
-        assert_eq!(parse(&render("the store", &remembered)), remembered);
+        assert_eq!(parse(&render("the store", &remembered)), Ok(remembered));
+        // A damaged line is refused, naming it, never skipped.
+        assert_eq!(parse("store\tx\ntag\tdefault\tt\tmany\n"), Err(2));
+        assert_eq!(parse("junk\n"), Err(1));
         assert_ne!(fnv1a(b"a"), fnv1a(b"b"));
     }
 }
