@@ -102,6 +102,13 @@ fn short_name(kind: &str, scope: &str, what: &str) -> String {
     )
 }
 
+/// `value` raised by `margin`, if that is still a `BIGINT` a counter can hold.
+pub(crate) fn past(value: u64, margin: u64) -> Option<u64> {
+    value
+        .checked_add(margin)
+        .filter(|raised| *raised <= i64::MAX as u64)
+}
+
 /// A number in a record, 0 when absent or unreadable.
 pub(crate) fn number(value: Option<&String>) -> u64 {
     value
@@ -286,10 +293,7 @@ impl Shared {
                 if record.max_id >= floor || record.max_id >= self.floor(&scope, &tag) {
                     continue;
                 }
-                let Some(to) = floor
-                    .checked_add(REPAIR_MARGIN)
-                    .filter(|to| *to <= i64::MAX as u64)
-                else {
+                let Some(to) = past(floor, REPAIR_MARGIN) else {
                     continue;
                 };
                 if let Ok(raised) = store.raise(&tag, record.max_id, to) {

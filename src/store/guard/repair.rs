@@ -1,7 +1,7 @@
 //! After a restore (or any loss): raise every counter and time mark past what could have
 //! been handed out, and give the store a new identity that replaces the old.
 
-use super::{now_ms, number, raise_record, Shared, LOST, MARK_FLOOR, REPLACES, STORE_ID};
+use super::{now_ms, number, past, raise_record, Shared, LOST, MARK_FLOOR, REPLACES, STORE_ID};
 use crate::store::segment::SegmentStore;
 use crate::store::StoreError;
 use std::collections::BTreeMap;
@@ -117,10 +117,7 @@ pub(crate) fn repair(
         let tag = record.tag.clone();
         let mut current = record.max_id;
         loop {
-            let target = current
-                .max(floors.get(&tag).copied().unwrap_or(0))
-                .checked_add(margin)
-                .filter(|t| *t <= i64::MAX as u64)
+            let target = past(current.max(floors.get(&tag).copied().unwrap_or(0)), margin)
                 .ok_or_else(|| too_high(&tag, current))?;
             if segments.raise(&tag, current, target)? {
                 raised.push((tag.clone(), current, target));
@@ -140,10 +137,7 @@ pub(crate) fn repair(
         if floor == 0 {
             continue;
         }
-        let at = floor
-            .checked_add(margin)
-            .filter(|t| *t <= i64::MAX as u64)
-            .ok_or_else(|| too_high(&tag, floor))?;
+        let at = past(floor, margin).ok_or_else(|| too_high(&tag, floor))?;
         let step = steps.get(&tag).copied().unwrap_or(1000);
         if segments.create(&tag, at, step, "")? {
             recreated.push((tag.clone(), at));

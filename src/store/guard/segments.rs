@@ -2,7 +2,7 @@
 //! floors before it is handed on, a counter found below one is raised past it, and a
 //! tag is never created again below what it handed out.
 
-use super::{floor_name, number, raise_record, report, tag_name, Shared, REPAIR_MARGIN};
+use super::{floor_name, number, past, raise_record, report, tag_name, Shared, REPAIR_MARGIN};
 use crate::store::segment::{SegmentStore, TagRecord};
 use crate::store::{StoreError, StoreKind};
 use std::sync::Arc;
@@ -80,17 +80,14 @@ impl SegmentStore for GuardedSegments {
             // The store went back: [start, end) was handed out before. Raise the counter
             // past everything known (never lower it), tell the others through the
             // store's record, and take a range again.
-            let to = known
-                .checked_add(REPAIR_MARGIN)
-                .filter(|to| *to <= i64::MAX as u64)
-                .ok_or_else(|| {
-                    crate::store::segment::counter_overflow(
-                        self.inner.kind().name(),
-                        tag,
-                        &known.to_string(),
-                        REPAIR_MARGIN,
-                    )
-                })?;
+            let to = past(known, REPAIR_MARGIN).ok_or_else(|| {
+                crate::store::segment::counter_overflow(
+                    self.inner.kind().name(),
+                    tag,
+                    &known.to_string(),
+                    REPAIR_MARGIN,
+                )
+            })?;
             let raised = self.inner.raise(tag, end, to)?;
             report(format!(
                 "{}: tag {tag:?} handed out the range [{start}, {end}), below {known}, which was \
