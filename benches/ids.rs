@@ -93,7 +93,7 @@ fn segment_generator() -> (uidgen::SegmentGenerator, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = uidgen::SqliteSegmentStore::new(dir.path().join("segments.db"));
     let generator = uidgen::SegmentGenerator::builder(store, "bench")
-        .create_missing(1000)
+        .create_missing(1, 1000)
         .max_step(1 << 24)
         .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(3600)))
         .build()

@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let store = uidgen::SqliteSegmentStore::new(dir.path().join("segments.db"));
         let segment = uidgen::SegmentGenerator::builder(store, "quick_timing")
-            .create_missing(1000)
+            .create_missing(1, 1000)
             .max_step(1 << 24)
             .build()?;
         (segment, dir)

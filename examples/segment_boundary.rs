@@ -90,7 +90,7 @@ fn run(
     };
     let describe = store.describe();
     let generator = SegmentGenerator::builder(store, tag)
-        .create_missing(s.step)
+        .create_missing(1, s.step)
         .max_step(s.step)
         .prefetch(prefetch)
         .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))

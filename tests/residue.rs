@@ -38,6 +38,7 @@ fn generator(a: &Fixture, a_url: &str, b: &Fixture) -> ResidueSegmentGenerator {
         )
         .store(b.segment_store_at(&b.url, Some(Duration::from_secs(5))), 1)
         .step(20)
+        .create_missing(1)
         .max_step(20)
         .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(10)))
         .build()
@@ -184,6 +185,7 @@ fn a_store_is_never_served_under_another_class() {
     let first = ResidueSegmentGenerator::builder(TAG, 2)
         .store(a.clone(), 0)
         .store(b.clone(), 1)
+        .create_missing(1)
         .build()
         .unwrap();
     let ids: Vec<u64> = (0..10).map(|_| first.next_uid().unwrap()).collect();
@@ -208,6 +210,32 @@ fn a_store_is_never_served_under_another_class() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("described \"\""), "{err}");
+}
+
+#[test]
+fn a_residue_tag_is_created_only_where_its_start_is_named() {
+    let (_dir, a, b) = sqlite_pair();
+    // Not asked to create: a store without the tag is an error naming how to create it,
+    // and nothing was created in either store.
+    let err = ResidueSegmentGenerator::builder(TAG, 2)
+        .store(a.clone(), 0)
+        .store(b.clone(), 1)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not exist") && err.contains(TAG), "{err}");
+    assert!(a.tag(TAG).unwrap().is_none() && b.tag(TAG).unwrap().is_none());
+    // Asked with a start: every class's IDs are at or above it, each in its class.
+    let orders = ResidueSegmentGenerator::builder(TAG, 3)
+        .store(a.clone(), 0)
+        .store(b.clone(), 2)
+        .create_missing(1_001)
+        .build()
+        .unwrap();
+    let ids: Vec<u64> = (0..20).map(|_| orders.next_uid().unwrap()).collect();
+    assert!(ids.iter().all(|id| *id >= 1_001), "{ids:?}");
+    assert!(ids.iter().any(|id| id % 3 == 0) && ids.iter().any(|id| id % 3 == 2));
+    assert!(ids.iter().all(|id| id % 3 != 1), "{ids:?}");
 }
 
 #[test]
@@ -250,6 +278,23 @@ fn a_store_down_at_start_joins_when_it_answers() {
     assert_eq!(generator.started(), [1]);
     assert!((0..100).all(|_| generator.next_uid().unwrap() % 2 == 1));
     relay.restore();
+    // A store that comes back without the tag may have lost it: the retry never creates
+    // it (one made again at 1 would repeat its IDs), so the class stays off.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(generator.started(), [1]);
+    assert!(
+        a.segment_store().tag(TAG).unwrap().is_none(),
+        "the retry created it"
+    );
+    // Created on purpose (as the class it is), the store joins at the next retry.
+    a.segment_store()
+        .create(
+            TAG,
+            1,
+            20,
+            "uidgen residue class 0 mod 2: IDs are max_id x 2 + 0",
+        )
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while generator.started() != [0, 1] {
         assert!(Instant::now() < deadline, "store A never joined");
@@ -280,6 +325,7 @@ fn a_class_past_the_largest_bigint_is_used_up_and_the_other_serves() {
     let orders = ResidueSegmentGenerator::builder("order", 2)
         .store(a, 0)
         .store(b, 1)
+        .create_missing(1)
         .build()
         .unwrap();
     let results: Vec<_> = (0..40).map(|_| orders.next_uid()).collect();
@@ -322,6 +368,7 @@ fn a_silent_store_does_not_hold_up_the_others_fetches_under_a_burst() {
     let orders = ResidueSegmentGenerator::builder("order", 2)
         .store(a.segment_store_at(&a_url, None), 0)
         .store(b.segment_store_at(&b.url, None), 1)
+        .create_missing(1)
         .build()
         .unwrap();
     // A steady ~5,000 IDs a second, then the burst.

@@ -28,6 +28,7 @@ fn per_store_prefetch_threads_end_with_their_generators() {
                 SqliteSegmentStore::new(dir.path().join(format!("b{i}.db"))),
                 1,
             )
+            .create_missing(1)
             .build()
             .unwrap();
         assert!(orders.next_uid().unwrap() > 0);

@@ -129,7 +129,7 @@ fn ids_are_dense_and_a_graceful_restart_goes_on_after_the_last() {
         // Patient: this test is about density, and every test here shares the one
         // prefetch thread (the 1,000-tag test keeps it busy).
         let generator = SegmentGenerator::builder(fixture.segment_store(), "user")
-            .create_missing(1000)
+            .create_missing(1, 1000)
             .take_reject_policy(patient())
             .build()
             .unwrap();
@@ -227,7 +227,7 @@ fn child_process_takes() {
     let (tag, threads, count, out, spec) = (part(), part(), part(), part(), part());
     let generator = Arc::new(
         SegmentGenerator::builder(Fixture::from_spec(spec).segment_store(), tag)
-            .create_missing(1000)
+            .create_missing(1, 1000)
             .take_reject_policy(TakeRejectPolicy::wait(Duration::from_secs(30)))
             .build()
             .unwrap(),
@@ -306,7 +306,7 @@ fn a_thousand_tags_in_one_process_share_one_prefetch_thread() {
         let generators: Vec<SegmentGenerator> = (0..1_000)
             .map(|i| {
                 SegmentGenerator::builder(store.clone(), &format!("tag-{i}"))
-                    .create_missing(10)
+                    .create_missing(1, 10)
                     .take_reject_policy(patient())
                     .build()
                     .unwrap()
@@ -522,7 +522,7 @@ fn async_tasks_on_many_threads_get_distinct_increasing_ids() {
     let fixture = Fixture::new(Kind::Sqlite);
     let generator = Arc::new(
         SegmentGenerator::builder(fixture.segment_store(), "async")
-            .create_missing(100)
+            .create_missing(1, 100)
             .take_reject_policy(patient())
             .build()
             .unwrap(),
@@ -586,13 +586,13 @@ fn short_lived_threads_and_several_generators_in_one_thread() {
     let fixture = Fixture::new(Kind::Sqlite);
     let a = Arc::new(
         SegmentGenerator::builder(fixture.segment_store(), "a")
-            .create_missing(10)
+            .create_missing(1, 10)
             .take_reject_policy(patient())
             .build()
             .unwrap(),
     );
     let b = SegmentGenerator::builder(fixture.segment_store(), "b")
-        .create_missing(10)
+        .create_missing(1, 10)
         .take_reject_policy(patient())
         .build()
         .unwrap();
@@ -648,11 +648,11 @@ fn bad_urls_and_settings_are_errors_that_name_the_limit_and_hide_the_password() 
             "range_lifetime",
         ),
         (
-            SegmentGenerator::builder(fixture.segment_store(), "").create_missing(10),
+            SegmentGenerator::builder(fixture.segment_store(), "").create_missing(1, 10),
             "1 to 128 characters",
         ),
         (
-            SegmentGenerator::builder(fixture.segment_store(), "x").create_missing(0),
+            SegmentGenerator::builder(fixture.segment_store(), "x").create_missing(1, 0),
             "step 0 is out of range",
         ),
     ] {
@@ -698,13 +698,13 @@ fn a_store_that_panics_fails_its_own_tag_and_no_other() {
         PanicsAfterOne(fixture.segment_store(), Default::default()),
         "broken",
     )
-    .create_missing(100)
+    .create_missing(1, 100)
     .max_step(100)
     .take_reject_policy(TakeRejectPolicy::wait(Duration::from_millis(300)))
     .build()
     .unwrap();
     let healthy = SegmentGenerator::builder(fixture.segment_store(), "healthy")
-        .create_missing(100)
+        .create_missing(1, 100)
         .max_step(100)
         .take_reject_policy(patient())
         .build()

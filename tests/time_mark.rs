@@ -292,3 +292,62 @@ fn a_cached_generator_hands_out_no_built_id_once_its_lease_is_gone() {
         Err(UidError::WorkerLease { .. })
     ));
 }
+
+#[test]
+fn leased_spares_take_over_after_a_step_back_and_their_marks_cover_what_they_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let bits = BitsAllocator::default();
+    let mut seen = HashSet::new();
+    let now = SystemClock.now_millis();
+    // Worker ID 1 was used by a process whose clock ran a minute ahead: its mark is
+    // ahead of the clock, so it cannot serve as a spare after a step back.
+    let ahead = DefaultUidGenerator::builder()
+        .clock(ManualClock::new(now + 60_000))
+        .lease(
+            WorkerLease::builder(store(&dir))
+                .acquire_id(&bits, 1)
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    take(&ahead, 100, &mut seen);
+    drop(ahead);
+
+    let clock = ManualClock::new(now);
+    let lease = |id| {
+        WorkerLease::builder(store(&dir))
+            .acquire_id(&bits, id)
+            .unwrap()
+    };
+    let generator = DefaultUidGenerator::builder()
+        .clock(clock.clone())
+        .lease(lease(0))
+        .spare_leases(vec![lease(1), lease(2)])
+        .build()
+        .unwrap();
+    take(&generator, 1_000, &mut seen);
+    clock.rewind(Duration::from_secs(120));
+    // No error: worker ID 1 is passed over (its mark is ahead), worker ID 2 serves.
+    let after: Vec<u64> = (0..1_000).map(|_| generator.next_uid().unwrap()).collect();
+    for id in &after {
+        assert!(seen.insert(*id), "ID {id} repeated");
+    }
+    assert_eq!(generator.current_worker_id(), 2);
+    assert!(after
+        .iter()
+        .all(|id| generator.parse_uid(*id).unwrap().worker_id == 2));
+    let highest_on_2 = *after.iter().max().unwrap();
+    drop(generator);
+
+    // The spare's lease recorded the ticks used on it: whoever leases worker ID 2 next,
+    // on a clock stepped back further still, starts above them.
+    clock.rewind(Duration::from_secs(60));
+    let next = DefaultUidGenerator::builder()
+        .clock(clock.clone())
+        .rollback_strategy(RollbackStrategy::Continue)
+        .lease(lease(2))
+        .build()
+        .unwrap();
+    let (low, _) = take(&next, 1_000, &mut seen);
+    assert!(low > highest_on_2, "{low} is not above {highest_on_2}");
+}

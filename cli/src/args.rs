@@ -36,11 +36,12 @@ pub(crate) enum Command {
         #[arg(long, value_enum, default_value_t = GeneratorKind::Cached)]
         generator: GeneratorKind,
         /// What the default generator does when the clock steps back: fail (refuse until
-        /// it catches up), wait:SECONDS (wait out a step back of at most that long), or
-        /// continue (go on from the last tick used). The cached generator always goes on
-        /// from the last tick used.
+        /// it catches up), wait:SECONDS (wait out a step back of at most that long),
+        /// continue (go on from the last tick used), or spare:N (take N more worker IDs
+        /// now, 1 to 8, and move to one whose mark is behind the clock). The cached
+        /// generator always goes on from the last tick used.
         #[arg(long, value_name = "STRATEGY", default_value = "fail", value_parser = parse_rollback)]
-        on_rollback: uidgen::RollbackStrategy,
+        on_rollback: OnRollback,
         /// Print each ID taken apart, as parse prints it, one JSON object a line.
         #[arg(long)]
         json: bool,
@@ -134,11 +135,17 @@ pub(crate) struct ServeArgs {
     /// instagram or js-safe (the service takes presets only).
     #[arg(long, value_name = "PRESET")]
     pub(crate) layout: Option<String>,
-    /// A segment tag to create at start if missing (repeat for more).
+    /// A segment tag to serve from the start (repeat for more); it must exist unless
+    /// --tag-start is given.
     #[arg(long = "tag", value_name = "TAG")]
     pub(crate) tags: Vec<String>,
-    /// Create a tag on its first request (else an unknown tag is 404).
-    #[arg(long)]
+    /// Create the tags of --tag (and residue tags) that the store lacks, their IDs from
+    /// FIRST up. Never assumed: a tag a store lost, created again low, would repeat its
+    /// IDs; creating below what is known to have been served is refused.
+    #[arg(long, value_name = "FIRST")]
+    pub(crate) tag_start: Option<u64>,
+    /// Removed (a tag created on its first request); refused with the reason.
+    #[arg(long, hide = true)]
     pub(crate) create_tags: bool,
     /// Listen on a non-loopback address with no tokens configured.
     #[arg(long)]
@@ -164,10 +171,6 @@ pub(crate) enum SegmentAction {
         /// How many IDs.
         #[arg(short = 'n', long = "count", default_value_t = 1, value_name = "N")]
         count: u64,
-        /// Create the tag with this base step if it does not exist (else a missing tag is
-        /// an error).
-        #[arg(long, value_name = "STEP")]
-        create_step: Option<u64>,
         /// Print the generator's figures (ranges, step, runway) to stderr at the end.
         #[arg(long)]
         stats: bool,
@@ -485,18 +488,42 @@ fn parse_seconds(text: &str, max: u32) -> Result<Duration, String> {
     }
 }
 
-fn parse_rollback(text: &str) -> Result<uidgen::RollbackStrategy, String> {
+/// `next --on-rollback`: a library strategy, or spare worker IDs to take at start.
+#[derive(Clone, Debug)]
+pub(crate) enum OnRollback {
+    Strategy(uidgen::RollbackStrategy),
+    /// `SpareWorker` on this many worker IDs taken beside the main one.
+    Spares(usize),
+}
+
+/// The most spare worker IDs `--on-rollback spare:N` takes.
+pub(crate) const MAX_SPARES: usize = 8;
+
+fn parse_rollback(text: &str) -> Result<OnRollback, String> {
+    let strategy = |s| Ok(OnRollback::Strategy(s));
     match text {
-        "fail" => Ok(uidgen::RollbackStrategy::Fail),
-        "continue" => Ok(uidgen::RollbackStrategy::Continue),
-        _ => match text.strip_prefix("wait:") {
-            Some(seconds) => Ok(uidgen::RollbackStrategy::Wait {
-                max: parse_seconds(seconds, 86_400)?,
-            }),
-            None => Err(format!(
-                "{text:?} is not a strategy: fail, wait:SECONDS (up to 86400) or continue"
-            )),
-        },
+        "fail" => strategy(uidgen::RollbackStrategy::Fail),
+        "continue" => strategy(uidgen::RollbackStrategy::Continue),
+        _ => {
+            if let Some(seconds) = text.strip_prefix("wait:") {
+                return strategy(uidgen::RollbackStrategy::Wait {
+                    max: parse_seconds(seconds, 86_400)?,
+                });
+            }
+            if let Some(count) = text.strip_prefix("spare:") {
+                return match count.parse::<usize>() {
+                    Ok(n) if (1..=MAX_SPARES).contains(&n) => Ok(OnRollback::Spares(n)),
+                    _ => Err(format!(
+                        "spare:{count}: expected a number of spare worker IDs from 1 to \
+                         {MAX_SPARES}"
+                    )),
+                };
+            }
+            Err(format!(
+                "{text:?} is not a strategy: fail, wait:SECONDS (up to 86400), continue or \
+                 spare:N (1 to {MAX_SPARES})"
+            ))
+        }
     }
 }
 

@@ -228,6 +228,29 @@ impl Source {
         }
     }
 
+    /// `count` spare worker IDs for `--on-rollback spare:N`: the store's lowest free ones
+    /// (whatever `--worker-id` says, which names the main one), or WORKER_NODE rows.
+    pub(crate) fn take_spares(
+        &self,
+        bits: &BitsAllocator,
+        count: usize,
+        prefer_within: std::time::Duration,
+    ) -> Result<Vec<Taken>, Failure> {
+        let any_free;
+        let from = match self {
+            Source::Lease { store, ttl, .. } => {
+                any_free = Source::Lease {
+                    store: store.clone(),
+                    worker_id: None,
+                    ttl: *ttl,
+                };
+                &any_free
+            }
+            Source::MySql { .. } => self,
+        };
+        (0..count).map(|_| from.take(bits, prefer_within)).collect()
+    }
+
     /// `count` worker IDs: consecutive ones from `--worker-id`, or the store's lowest
     /// free ones, or `count` WORKER_NODE rows.
     pub(crate) fn take_many(

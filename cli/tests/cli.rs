@@ -378,3 +378,17 @@ fn bench_pattern_values_and_misplaced_options_are_usage_errors() {
     let out = uidgen(&["bench", "--pattern", "alternate:2", "--worker-id", "1023"]);
     common::assert_fails_with(&out, 1, &["1023 to 1024", "max_worker_id 1023"]);
 }
+
+#[test]
+fn rollback_strategies_out_of_range_are_usage_errors_naming_the_limit() {
+    for (strategy, says) in [
+        ("spare:0", "from 1 to 8"),
+        ("spare:9", "from 1 to 8"),
+        ("spare:x", "from 1 to 8"),
+        ("wait:0", "from 0.001 to 86400"),
+        ("sometimes", "spare:N (1 to 8)"),
+    ] {
+        let out = uidgen(&["next", "--generator", "default", "--on-rollback", strategy]);
+        common::assert_fails_with(&out, 2, &[strategy, says]);
+    }
+}

@@ -455,16 +455,6 @@ fn a_redis_restarted_without_persistence_is_refused_until_repaired_and_never_rep
     // Every path refuses, naming the loss: no tag is made again below what it handed out.
     for args in [
         vec!["segment", "next", "--tag", tag, "-n", "10"],
-        vec![
-            "segment",
-            "next",
-            "--tag",
-            tag,
-            "-n",
-            "10",
-            "--create-step",
-            "1000",
-        ],
         vec!["segment", "create", "--tag", tag, "--step", "1000"],
         vec!["next", "-n", "10"],
     ] {
@@ -515,17 +505,8 @@ fn flushall_is_refused_and_a_redis_that_keeps_nothing_needs_the_opt_in() {
     // refuses it too rather than creating a tag at 1 or taking worker ID 0 afresh.
     let other = Machine::new();
     for args in [
-        [
-            "segment",
-            "next",
-            "--tag",
-            "t",
-            "--create-step",
-            "10",
-            "-n",
-            "3",
-        ]
-        .as_slice(),
+        ["segment", "next", "--tag", "t", "-n", "3"].as_slice(),
+        ["segment", "create", "--tag", "t", "--step", "10"].as_slice(),
         ["next", "-n", "3"].as_slice(),
     ] {
         let mut args = args.to_vec();
@@ -884,7 +865,7 @@ fn a_residue_tag_whose_store_files_are_set_back_never_repeats() {
     std::fs::write(
         &config,
         format!(
-            "[[residue_tags]]\ntag = \"r\"\nstores = [{:?}, {:?}]\n",
+            "tag_start = 1\n[[residue_tags]]\ntag = \"r\"\nstores = [{:?}, {:?}]\n",
             a.display().to_string(),
             b.display().to_string()
         ),

@@ -180,23 +180,20 @@ impl Drop for StopOnDrop<'_> {
 #[test]
 fn processes_started_at_once_on_one_tag_print_distinct_ids() {
     let (_dir, db) = common::temp_registry();
+    let out = output(&mut uidgen(
+        &db,
+        &["segment", "create", "--tag", "t", "--step", "100"],
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let children: Vec<_> = (0..6)
         .map(|_| {
-            uidgen(
-                &db,
-                &[
-                    "segment",
-                    "next",
-                    "--tag",
-                    "t",
-                    "--create-step",
-                    "100",
-                    "-n",
-                    "20000",
-                ],
-            )
-            .spawn()
-            .unwrap()
+            uidgen(&db, &["segment", "next", "--tag", "t", "-n", "20000"])
+                .spawn()
+                .unwrap()
         })
         .collect();
     let mut all = HashSet::new();

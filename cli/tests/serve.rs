@@ -21,7 +21,10 @@ fn sigterm_gives_the_tail_back_releases_the_worker_id_and_no_log_line_shows_a_to
     const TOKEN: &str = "s3cret-token-for-the-log-test-42";
     let tokens = format!("{TOKEN}=*");
     let envs = [("UIDGEN_TOKENS", tokens.as_str()), ("RUST_LOG", "trace")];
-    let server = Serve::start(&["--store", store, "--tag", "order"], &envs);
+    let server = Serve::start(
+        &["--store", store, "--tag", "order", "--tag-start", "1"],
+        &envs,
+    );
     let bearer = format!("Authorization: Bearer {TOKEN}");
     let (status, body) = curl(&["-H", &bearer, &server.url("/v1/segment/order?count=7")]);
     assert_eq!(status, 200, "{body}");
@@ -79,6 +82,11 @@ fn flags_that_cannot_be_used_are_refused_before_anything_starts() {
         (vec!["--layout", "nope"], vec![], "layout"),
         (vec![], vec![("UIDGEN_TOKENS", "short=x")], "UIDGEN_TOKENS"),
         (vec!["--store", "mysql:root:pw@host/db"], vec![], "store"),
+        // No tag is created without its start, nor on a first request.
+        (vec!["--tag", "order"], vec![], "--tag-start"),
+        (vec!["--tag-start", "0"], vec![], "tag_start = 0"),
+        (vec!["--create-tags"], vec![], "no longer supported"),
+        (vec![], vec![("UIDGEN_CREATE_TAGS", "true")], "tag_start"),
     ] {
         if !args.contains(&"--store") {
             args.extend(["--store", store]);
@@ -116,6 +124,8 @@ fn a_store_cut_for_a_minute_leaves_fetched_tags_serving_and_snowflake_ids_heal_w
             &url,
             "--tag",
             &tag,
+            "--tag-start",
+            "1",
             "--config",
             config.to_str().unwrap(),
         ],
@@ -278,8 +288,14 @@ fn a_tinyid_protocol_client_written_here_draws_distinct_ids_from_two_services_on
     let tokens = format!("{TOKEN}={tag}");
     let store = servers::mysql_url();
     let envs = [("UIDGEN_TOKENS", tokens.as_str())];
-    let a = Serve::start(&["--store", &store, "--tag", &tag], &envs);
-    let b = Serve::start(&["--store", &store, "--tag", &tag], &envs);
+    let a = Serve::start(
+        &["--store", &store, "--tag", &tag, "--tag-start", "1"],
+        &envs,
+    );
+    let b = Serve::start(
+        &["--store", &store, "--tag", &tag, "--tag-start", "1"],
+        &envs,
+    );
     let servers = format!("127.0.0.1:{},127.0.0.1:{}", a.port(), b.port());
     let (processes, threads, per_thread) = (4, 4, 50_000);
     let clients: Vec<Child> = (0..processes)
@@ -415,7 +431,7 @@ fn while_starting_healthz_is_200_and_readyz_and_the_id_routes_are_503() {
     let tag = format!("starting-{}", servers::random_suffix());
     let mut child = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--store", &url, "--tag", &tag])
+        .args(["--store", &url, "--tag", &tag, "--tag-start", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -168,6 +168,8 @@ impl Server {
             store,
             "--tag",
             tag,
+            "--tag-start",
+            "1",
         ]);
         common::clean(&mut command);
         for var in uidgen_server::ENV_VARIABLES {

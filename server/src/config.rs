@@ -17,12 +17,13 @@ pub const MAX_MAX_COUNT: u64 = 1_000_000;
 /// Where the service listens by default: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// The variables [`Config::load`] reads.
-pub const ENV_VARIABLES: [&str; 11] = [
+pub const ENV_VARIABLES: [&str; 12] = [
     "UIDGEN_LISTEN",
     "UIDGEN_STORE",
     "UIDGEN_LAYOUT",
     "UIDGEN_MAX_COUNT",
     "UIDGEN_TAGS",
+    "UIDGEN_TAG_START",
     "UIDGEN_CREATE_TAGS",
     "UIDGEN_ALLOW_PUBLIC",
     "UIDGEN_TOKENS_FILE",
@@ -30,6 +31,12 @@ pub const ENV_VARIABLES: [&str; 11] = [
     "UIDGEN_OPAQUE_KEYS_FILE",
     "UIDGEN_OPAQUE_KEYS",
 ];
+/// Why `create_tags` (a tag created at 1 on its first request) is refused: a store that
+/// lost a tag would have it created again behind the user's back, repeating its IDs.
+pub const CREATE_TAGS_GONE: &str = "no longer supported: it created a tag at 1 on its first \
+     request, so a tag a store lost would be created again and repeat its IDs; \
+     create tags with uidgen segment create --tag TAG --step N --start FIRST, or name where \
+     the service creates missing tags with tag_start (--tag-start, UIDGEN_TAG_START)";
 /// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
 pub const SNOWFLAKE_GRANT: &str = "@snowflake";
 /// The names token grants give routes, which no segment tag may take.
@@ -86,11 +93,19 @@ pub struct Config {
     /// rate (the default layout: 8,192 a millisecond), so their timestamps stay within
     /// this of real time; segment IDs are not affected.
     pub max_time_ahead_ms: u64,
-    /// Segment tags to create at start when missing (counter at 1, step `tag_step`).
+    /// Segment tags served from the start. Each must exist in the store unless
+    /// `tag_start` is set; a tag not listed is served once it exists (an unknown tag is
+    /// 404, and no request creates one).
     pub tags: Vec<String>,
-    /// Create a tag on its first request when the store does not have it (default no:
-    /// an unknown tag is 404, so a typo cannot make a tag).
-    pub create_tags: bool,
+    /// Where the service creates the tags of `tags` and `[[residue_tags]]` that the
+    /// store lacks at start: their first ID (default none: a missing tag stops the
+    /// start, naming how to create it). Never assumed, since a tag a store lost and
+    /// created again low would repeat its IDs; where this machine or the store knows
+    /// the tag served IDs at or above it, creating is refused, naming what is known.
+    pub tag_start: Option<u64>,
+    /// Removed: see [`CREATE_TAGS_GONE`]. Kept so an old config gets that message.
+    #[serde(rename = "create_tags")]
+    create_tags_removed: Option<bool>,
     /// The base step of tags the service creates (default 1,000).
     pub tag_step: u64,
     /// The largest `count` (or Tinyid `batchSize`) a request may ask for, and the
@@ -106,7 +121,7 @@ pub struct Config {
     /// created at start.
     pub period_tags: Vec<PeriodTag>,
     /// Segment tags served from several stores, each its own residue class
-    /// (`[[residue_tags]]`), created in each store at start.
+    /// (`[[residue_tags]]`); each store must have the tag unless `tag_start` is set.
     pub residue_tags: Vec<ResidueTag>,
     /// A file of opaque-ID keys, `VERSION:HEX` entries (64 hex digits each), the
     /// current key first; read at start. With keys, the native routes take
@@ -290,7 +305,8 @@ impl Default for Config {
             lease_ttl_ms: uidgen::DEFAULT_LEASE_TTL.as_millis() as u64,
             max_time_ahead_ms: 5_000,
             tags: Vec::new(),
-            create_tags: false,
+            tag_start: None,
+            create_tags_removed: None,
             tag_step: 1_000,
             max_count: DEFAULT_MAX_COUNT,
             tinyid_loading_percent: 20,
@@ -316,7 +332,7 @@ impl std::fmt::Debug for Config {
             )
             .field("layout", &self.layout)
             .field("tags", &self.tags)
-            .field("create_tags", &self.create_tags)
+            .field("tag_start", &self.tag_start)
             .field("max_count", &self.max_count)
             .field("period_tags", &self.period_tags)
             .field("residue_tags", &self.residue_tags)
@@ -389,7 +405,7 @@ impl Config {
     /// The file's settings (or the defaults with no file), then `UIDGEN_*` variables
     /// from `env` (pass `std::env::vars()`): `UIDGEN_LISTEN`, `UIDGEN_STORE`,
     /// `UIDGEN_LAYOUT`, `UIDGEN_MAX_COUNT`, `UIDGEN_TAGS` (comma-separated),
-    /// `UIDGEN_CREATE_TAGS`, `UIDGEN_ALLOW_PUBLIC`, `UIDGEN_TOKENS_FILE`, and the tokens
+    /// `UIDGEN_TAG_START`, `UIDGEN_ALLOW_PUBLIC`, `UIDGEN_TOKENS_FILE`, and the tokens
     /// themselves in `UIDGEN_TOKENS` (`TOKEN=tag,tag;TOKEN2=*`). Tokens are read last,
     /// from the variable or the file; call [`check`](Self::check) after setting flags.
     pub fn load(
@@ -424,8 +440,11 @@ impl Config {
                         .map(String::from)
                         .collect()
                 }
+                "UIDGEN_TAG_START" => {
+                    config.tag_start = Some(parse_field("UIDGEN_TAG_START", &value)?)
+                }
                 "UIDGEN_CREATE_TAGS" => {
-                    config.create_tags = parse_field("UIDGEN_CREATE_TAGS", &value)?
+                    config.create_tags_removed = Some(parse_field("UIDGEN_CREATE_TAGS", &value)?)
                 }
                 "UIDGEN_ALLOW_PUBLIC" => {
                     config.allow_public = parse_field("UIDGEN_ALLOW_PUBLIC", &value)?
@@ -480,6 +499,18 @@ impl Config {
             value,
             limit: limit.into(),
         };
+        if self.create_tags_removed == Some(true) {
+            return Err(invalid("create_tags", "true".into(), CREATE_TAGS_GONE));
+        }
+        if let Some(start) = self.tag_start {
+            if !(1..=i64::MAX as u64).contains(&start) {
+                return Err(invalid(
+                    "tag_start",
+                    start.to_string(),
+                    "1 to 9223372036854775807 (the largest BIGINT)",
+                ));
+            }
+        }
         let limits = &self.limits;
         let step_limit = format!("1 to {}", uidgen::MAX_BASE_STEP);
         // Each numeric setting, its allowed range, and the range in words.
@@ -706,6 +737,46 @@ mod tests {
             assert!(!err.contains("Sup3rSecret"), "{err}");
             assert!(err.contains("line"), "{err}");
         }
+    }
+
+    #[test]
+    fn tags_are_created_only_where_a_start_is_named() {
+        let load = |toml: &str, vars: Vec<(String, String)>| {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("serve.toml");
+            std::fs::write(&file, toml).unwrap();
+            Config::load(Some(&file), vars).and_then(|c| c.check().map(|()| c))
+        };
+        let config = load("tags = [\"order\"]\n", Vec::new()).unwrap();
+        assert_eq!(config.tag_start, None);
+        let config = load("tag_start = 1000\n", Vec::new()).unwrap();
+        assert_eq!(config.tag_start, Some(1000));
+        let var = |v: &str| vec![("UIDGEN_TAG_START".to_string(), v.to_string())];
+        assert_eq!(load("", var("7")).unwrap().tag_start, Some(7));
+        for (toml, vars, wanted) in [
+            (
+                "tag_start = 0\n",
+                Vec::new(),
+                "tag_start = 0 is not allowed: 1 to",
+            ),
+            ("", var("0"), "tag_start = 0 is not allowed"),
+            ("", var("-1"), "UIDGEN_TAG_START"),
+            (
+                "create_tags = true\n",
+                Vec::new(),
+                "create_tags = true is not allowed",
+            ),
+            (
+                "",
+                vec![("UIDGEN_CREATE_TAGS".into(), "true".into())],
+                "tag_start",
+            ),
+        ] {
+            let err = load(toml, vars).unwrap_err().to_string();
+            assert!(err.contains(wanted), "{toml:?}: {err}");
+        }
+        // The old switch set off is harmless.
+        assert!(load("create_tags = false\n", Vec::new()).is_ok());
     }
 
     #[test]

@@ -59,8 +59,8 @@ impl ApiError {
         Self::new(
             StatusCode::NOT_FOUND,
             format!(
-                "no segment tag {} in the store (create it with `uidgen segment create`, list it in \
-                 the service's `tags`, or start the service with create_tags)",
+                "no segment tag {} in the store (create it with `uidgen segment create --tag TAG \
+                 --step N --start FIRST`; no request creates a tag)",
                 shown_tag(tag)
             ),
         )

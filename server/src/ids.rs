@@ -5,7 +5,6 @@
 use crate::config::{Config, GRANT_NAMES, SNOWFLAKE_GRANT};
 use crate::error::{shown_tag, ApiError};
 use crate::metrics::Metrics;
-use axum::http::StatusCode;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -50,6 +49,17 @@ pub enum StartError {
         /// Why.
         source: Box<SegmentError>,
     },
+    /// A configured tag the store does not have, with no `tag_start` to create it.
+    #[error(
+        "segment tag {tag}: {source}; or let the service create the missing tags of tags and \
+         [[residue_tags]] at FIRST with tag_start = FIRST (--tag-start, UIDGEN_TAG_START)"
+    )]
+    MissingTag {
+        /// The tag (quoted, shortened).
+        tag: String,
+        /// The store's words.
+        source: Box<SegmentError>,
+    },
     /// The address cannot be listened on.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -58,6 +68,17 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+impl StartError {
+    /// A tag that could not be set up; a missing one says how to have it created.
+    fn tag(tag: &str, source: SegmentError) -> Self {
+        let (tag, source) = (shown_tag(tag), Box::new(source));
+        match *source {
+            SegmentError::Store(StoreError::MissingTag { .. }) => Self::MissingTag { tag, source },
+            _ => Self::Segment { tag, source },
+        }
+    }
 }
 
 /// The service's ID sources and state, shared by every request.
@@ -148,12 +169,13 @@ impl Ids {
             shutting_down: false.into(),
             config,
         };
+        let create = ids
+            .config
+            .tag_start
+            .map(|start| (start, ids.config.tag_step));
         for tag in ids.config.tags.clone() {
-            let generator = build_segment(Arc::clone(&ids.store), &tag, Some(ids.config.tag_step))
-                .map_err(|source| StartError::Segment {
-                    tag: shown_tag(&tag),
-                    source: Box::new(source),
-                })?;
+            let generator = build_segment(Arc::clone(&ids.store), &tag, create)
+                .map_err(|source| StartError::tag(&tag, source))?;
             write(&ids.segments).insert(tag, Arc::new(generator));
         }
         for period_tag in ids.config.period_tags.clone() {
@@ -165,12 +187,8 @@ impl Ids {
             ids.periods.insert(period_tag.tag, Arc::new(generator));
         }
         for residue_tag in ids.config.residue_tags.clone() {
-            let generator = build_residue(&residue_tag, ids.config.tag_step).map_err(|source| {
-                StartError::Segment {
-                    tag: shown_tag(&residue_tag.tag),
-                    source: Box::new(source),
-                }
-            })?;
+            let generator = build_residue(&residue_tag, ids.config.tag_step, ids.config.tag_start)
+                .map_err(|source| StartError::tag(&residue_tag.tag, source))?;
             ids.residues.insert(residue_tag.tag, Arc::new(generator));
         }
         ids.probe_store();
@@ -386,17 +404,7 @@ impl Ids {
     pub(crate) async fn range(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
         self.check_tag(tag)?;
         self.no_ranges(tag)?;
-        let first = self.range_once(tag, count).await;
-        match first {
-            Err(ApiError { status, .. })
-                if status == StatusCode::NOT_FOUND && self.config.create_tags =>
-            {
-                // Creating is what setting up a generator does; then take the range.
-                self.segment(tag).await?;
-                self.range_once(tag, count).await
-            }
-            other => other,
-        }
+        self.range_once(tag, count).await
     }
 
     /// The tag's base step as the store holds it (read once per tag).
@@ -405,7 +413,7 @@ impl Ids {
         if let Some(step) = read(&self.steps).get(tag) {
             return Ok(*step);
         }
-        // Sets the tag up (creating it if allowed), so a missing tag is a 404 here.
+        // Sets the tag up, so a missing tag is a 404 here.
         self.segment(tag).await?;
         let store = Arc::clone(&self.store);
         let owned = tag.to_owned();
@@ -496,8 +504,8 @@ impl Ids {
         }
         let started = Instant::now();
         let (store, owned) = (Arc::clone(&self.store), tag.to_owned());
-        let step = self.config.create_tags.then_some(self.config.tag_step);
-        let result = tokio::task::spawn_blocking(move || build_segment(store, &owned, step))
+        // A request never creates a tag: a missing one is 404.
+        let result = tokio::task::spawn_blocking(move || build_segment(store, &owned, None))
             .await
             .map_err(|_| ApiError::unavailable("setting up the tag panicked"))?;
         self.metrics
@@ -731,15 +739,15 @@ fn build_snowflake(
     Ok(builder.build()?)
 }
 
-/// The tag's generator, creating the tag with base step `create` if asked.
+/// The tag's generator, creating the tag at `create`'s (first ID, base step) if asked.
 fn build_segment(
     store: Arc<dyn SegmentStore>,
     tag: &str,
-    create: Option<u64>,
+    create: Option<(u64, u64)>,
 ) -> Result<SegmentGenerator, SegmentError> {
     let mut builder = SegmentGenerator::builder(store, tag);
-    if let Some(step) = create {
-        builder = builder.create_missing(step);
+    if let Some((first_id, step)) = create {
+        builder = builder.create_missing(first_id, step);
     }
     builder.build()
 }
@@ -773,9 +781,13 @@ fn build_period(
 fn build_residue(
     tag: &crate::config::ResidueTag,
     step: u64,
+    create_at: Option<u64>,
 ) -> Result<ResidueSegmentGenerator, SegmentError> {
     let (modulus, remainders) = tag.classes();
     let mut builder = ResidueSegmentGenerator::builder(&tag.tag, modulus).step(step);
+    if let Some(first_id) = create_at {
+        builder = builder.create_missing(first_id);
+    }
     for (url, remainder) in tag.stores.iter().zip(remainders) {
         let store =
             StoreUrl::parse(url).and_then(|url| url.timeout(STORE_TIMEOUT).segment_store())?;

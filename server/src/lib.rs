@@ -32,8 +32,9 @@ mod routes;
 mod tokens;
 
 pub use config::{
-    Config, ConfigError, Limits, PeriodTag, ResidueTag, DEFAULT_LISTEN, DEFAULT_MAX_COUNT,
-    ENV_VARIABLES, MAX_MAX_COUNT, MAX_RESIDUE_STORES, OPAQUE_GRANT, SNOWFLAKE_GRANT,
+    Config, ConfigError, Limits, PeriodTag, ResidueTag, CREATE_TAGS_GONE, DEFAULT_LISTEN,
+    DEFAULT_MAX_COUNT, ENV_VARIABLES, MAX_MAX_COUNT, MAX_RESIDUE_STORES, OPAQUE_GRANT,
+    SNOWFLAKE_GRANT,
 };
 pub use error::ApiError;
 pub use ids::{Ids, StartError, MAX_SERVED_TAGS};

@@ -386,3 +386,57 @@ fn ids_str_and_text_lines_come_in_the_asked_form_and_decode_to_the_ids() {
         answer.body
     );
 }
+
+#[test]
+fn no_start_and_no_request_ever_creates_a_tag() {
+    // A configured tag the store lacks, with no start named: the start fails, naming the
+    // tag and both ways to create it, and nothing was created.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = support::config_in(dir.path(), &[("UIDGEN_TAGS", "order")]);
+    config.tag_start = None;
+    let store = config.store.clone().unwrap();
+    let err = uidgen_server::Ids::start(config)
+        .map(|_| ())
+        .expect_err("a missing tag without a start")
+        .to_string();
+    for wanted in ["\"order\" does not exist", "segment create", "tag_start"] {
+        assert!(err.contains(wanted), "{wanted}: {err}");
+    }
+    let segments = uidgen::StoreUrl::parse(&store)
+        .unwrap()
+        .segment_store()
+        .unwrap();
+    assert!(segments.tag("order").unwrap().is_none(), "created anyway");
+
+    // No route creates one either: every way of asking fails (404, or the status the
+    // route's own clients expect), and the store still has no such tag.
+    let server = TestServer::start(&[]);
+    for path in [
+        "/v1/segment/order",
+        "/api/segment/get/order",
+        "/tinyid/id/nextIdSimple?bizType=order",
+        "/tinyid/id/nextSegmentIdSimple?bizType=order",
+    ] {
+        let answer = get(&server, path);
+        assert!(
+            answer.status >= 400,
+            "{path}: {} {}",
+            answer.status,
+            answer.body
+        );
+    }
+    let answer = support::curl(&[
+        "-X",
+        "POST",
+        &server.url("/v1/segment/order/range?count=10"),
+    ]);
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    let segments = uidgen::StoreUrl::parse(server.store_path().to_str().unwrap())
+        .unwrap()
+        .segment_store()
+        .unwrap();
+    assert!(
+        segments.tag("order").unwrap().is_none(),
+        "a request created it"
+    );
+}

@@ -26,7 +26,7 @@ pub const DEFAULT_MAX_PREFETCH_DISTANCE: u64 = 4;
 pub struct SegmentGeneratorBuilder {
     store: Arc<dyn SegmentStore>,
     tag: String,
-    create_missing: Option<u64>,
+    create_missing: Option<(u64, u64)>,
     policy: TakeRejectPolicy,
     max_step: u64,
     range_lifetime: Duration,
@@ -38,10 +38,6 @@ pub struct SegmentGeneratorBuilder {
 
 impl SegmentGeneratorBuilder {
     setters! {
-        /// Creates the tag (counter at 1, base step `step`) if the store does not have it.
-        /// Without this, a missing tag is an error naming it and how to create it.
-        create_missing(step: u64) => self.create_missing = Some(step);
-
         /// What a take does when every fetched range is used up (the store slow or down):
         /// wait up to a bound (the default, 1 s), fail fast, or your own rule. The same
         /// policies as [`CachedUidGenerator`](crate::CachedUidGenerator)'s.
@@ -64,6 +60,17 @@ impl SegmentGeneratorBuilder {
         /// when the last one is used up, and the take that finds it so waits for the store:
         /// Leaf's behaviour without its second buffer, for comparison.
         prefetch(prefetch: bool) => self.prefetch = prefetch;
+    }
+
+    /// Creates the tag (its first ID `first_id`, base step `step`) if the store does
+    /// not have it. Without this, a missing tag is an error naming it and how to
+    /// create it. The start is named, never assumed: a tag that a store lost and
+    /// that is created again at 1 repeats every ID it handed out. Where the store
+    /// (through [`StoreUrl`](crate::StoreUrl)) or this machine knows the tag served
+    /// IDs at or above `first_id`, creating it is refused, naming what is known.
+    pub fn create_missing(mut self, first_id: u64, step: u64) -> Self {
+        self.create_missing = Some((first_id, step));
+        self
     }
 
     /// Fetches on the store's own prefetch thread (one per store in the process), so a
@@ -103,8 +110,8 @@ impl SegmentGeneratorBuilder {
                 "1 ms to 24 h".into(),
             ));
         }
-        if let Some(step) = self.create_missing {
-            self.store.create(&self.tag, 1, step, "")?;
+        if let Some((first_id, step)) = self.create_missing {
+            self.store.create(&self.tag, first_id, step, "")?;
         }
         let record = self
             .store
@@ -174,7 +181,7 @@ impl SegmentGeneratorBuilder {
 ///
 /// let dir = std::env::temp_dir().join(format!("uidgen-doc-{}", std::process::id()));
 /// let store = SqliteSegmentStore::new(dir.join("segments.db"));
-/// let orders = SegmentGenerator::builder(store, "order").create_missing(1000).build()?;
+/// let orders = SegmentGenerator::builder(store, "order").create_missing(1, 1000).build()?;
 /// let a = orders.next_uid()?;
 /// let b = orders.next_uid()?;
 /// assert_eq!(b, a + 1);

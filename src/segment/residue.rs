@@ -36,6 +36,7 @@ pub struct ResidueSegmentGeneratorBuilder {
     modulus: u64,
     stores: Vec<(Arc<dyn SegmentStore>, u64)>,
     step: u64,
+    create_at: Option<u64>,
     max_step: Option<u64>,
     policy: TakeRejectPolicy,
 }
@@ -44,6 +45,15 @@ impl ResidueSegmentGeneratorBuilder {
     setters! {
         /// The base step of the tag's counter where this creates it (default 1000).
         step(step: u64) => self.step = step;
+
+        /// Creates the tag in each store that lacks it when [`build`](Self::build) runs,
+        /// every class's IDs at or above `first_id` (its counter at `first_id / d`
+        /// rounded up, at least 1). Without this, a store without the tag is an error.
+        /// A class retried in the background (its store down at build) is never
+        /// created: a store that comes back without the tag may have lost it, and one
+        /// created again low would repeat its IDs; that class stays off, with a warning,
+        /// until the tag is created or the generator is built again.
+        create_missing(first_id: u64) => self.create_at = Some(first_id);
 
         /// The largest range taken from one store at once (default: the segment
         /// generator's).
@@ -62,8 +72,9 @@ impl ResidueSegmentGeneratorBuilder {
 
     /// Checks the classes and starts every store that answers; a store that does not is
     /// retried in the background (its share is missing until then). Fails only if no
-    /// store could be started, or a store's tag belongs to another class (or to no class:
-    /// a plain tag's IDs could meet this one's).
+    /// store could be started, a store that answers has no such tag and
+    /// [`create_missing`](Self::create_missing) was not asked, or a store's tag belongs
+    /// to another class (or to no class: a plain tag's IDs could meet this one's).
     pub fn build(self) -> Result<ResidueSegmentGenerator, SegmentError> {
         if !(2..=MAX_RESIDUE_MODULUS).contains(&self.modulus) {
             return Err(SegmentError::out_of_range(
@@ -109,20 +120,24 @@ impl ResidueSegmentGeneratorBuilder {
             tag: self.tag,
             modulus: self.modulus,
             step: self.step,
+            create_at: self.create_at,
             max_step: self.max_step,
             policy: self.policy,
             next: AtomicU64::new(0),
         });
         let mut failures = Vec::new();
         for (index, class) in inner.classes.iter().enumerate() {
-            match inner.start(class) {
+            match inner.start(class, inner.create_at) {
                 Ok(generator) => {
                     let _ = class.generator.set(generator);
                 }
-                // Another class's tag is a mistake to fix, not an outage to ride out.
-                Err(err @ SegmentError::Store(StoreError::InvalidSegment { .. })) => {
-                    return Err(err)
-                }
+                // Another class's tag, or a missing one not to be created, is a mistake
+                // to fix, not an outage to ride out.
+                Err(
+                    err @ SegmentError::Store(
+                        StoreError::InvalidSegment { .. } | StoreError::MissingTag { .. },
+                    ),
+                ) => return Err(err),
                 Err(err) => {
                     tracing::warn!(
                         tag = %inner.tag,
@@ -155,6 +170,8 @@ struct Inner {
     tag: String,
     modulus: u64,
     step: u64,
+    /// Where missing tags are created at build (never by the background retry).
+    create_at: Option<u64>,
     max_step: Option<u64>,
     policy: TakeRejectPolicy,
     /// Where the next take starts looking, so takes spread over the stores.
@@ -169,11 +186,18 @@ impl Inner {
         )
     }
 
-    /// Creates the tag in `class`'s store if missing, checks its class, and builds its
-    /// generator.
-    fn start(&self, class: &Class) -> Result<SegmentGenerator, SegmentError> {
+    /// Creates the tag in `class`'s store if missing and `create_at` names where, checks
+    /// its class, and builds its generator.
+    fn start(
+        &self,
+        class: &Class,
+        create_at: Option<u64>,
+    ) -> Result<SegmentGenerator, SegmentError> {
         let wanted = self.description(class.remainder);
-        class.store.create(&self.tag, 1, self.step, &wanted)?;
+        if let Some(first_id) = create_at {
+            let counter = first_id.div_ceil(self.modulus).max(1);
+            class.store.create(&self.tag, counter, self.step, &wanted)?;
+        }
         let record = class.store.tag(&self.tag)?;
         if let Some(record) = record.filter(|r| r.description != wanted) {
             return Err(SegmentError::Store(StoreError::InvalidSegment {
@@ -222,15 +246,23 @@ fn retry_in_background(inner: Weak<Inner>, index: usize) {
         .name("uidgen-residue-retry".into())
         .spawn(move || {
             let mut wait = RETRY_FIRST;
+            let mut warned = false;
             loop {
                 crate::sync::sleep(wait);
                 let Some(inner) = inner.upgrade() else { return };
                 let class = &inner.classes[index];
-                match inner.start(class) {
+                match inner.start(class, None) {
                     Ok(generator) => {
                         tracing::info!(tag = %inner.tag, store = %class.store.describe(), "residue class {} mod {} started", class.remainder, inner.modulus);
                         let _ = class.generator.set(generator);
                         return;
+                    }
+                    // Not created here (see `create_missing`): said once, at WARN.
+                    Err(err @ SegmentError::Store(StoreError::MissingTag { .. }))
+                        if !warned =>
+                    {
+                        warned = true;
+                        tracing::warn!(tag = %inner.tag, store = %class.store.describe(), "residue class {} mod {} stays off: the store answers but has no such tag, and a retry never creates one (it may have been lost): {err}", class.remainder, inner.modulus)
                     }
                     Err(err) => {
                         tracing::debug!(tag = %inner.tag, "residue class {} still not started: {err}", class.remainder)
@@ -268,6 +300,7 @@ fn retry_in_background(inner: Weak<Inner>, index: usize) {
 /// let orders = ResidueSegmentGenerator::builder("order", 2)
 ///     .store(SqliteSegmentStore::new(dir.join("a.db")), 0)
 ///     .store(SqliteSegmentStore::new(dir.join("b.db")), 1)
+///     .create_missing(1) // a new tag: every class's IDs from 1 up
 ///     .build()?;
 /// let (a, b) = (orders.next_uid()?, orders.next_uid()?);
 /// assert_ne!(a % 2, b % 2); // one from each store
@@ -305,6 +338,7 @@ impl ResidueSegmentGenerator {
             modulus,
             stores: Vec::new(),
             step: 1000,
+            create_at: None,
             max_step: None,
             policy: TakeRejectPolicy::default(),
         }

@@ -59,6 +59,8 @@ pub struct DefaultUidGenerator {
     state: Mutex<TickState>,
     /// The worker ID's time mark: the first tick allowed, and ticks recorded before use.
     mark: super::Mark,
+    /// The marks of leased spare worker IDs (`spare_leases`), by worker ID.
+    spare_marks: Vec<(u64, super::Mark)>,
     /// `Continue`: ticks IDs may run ahead of the really-elapsed time during a rollback.
     max_run_ahead_ticks: u64,
     /// The longest a call waits for the clock to pass the worker ID's time mark.
@@ -80,6 +82,8 @@ struct TickState {
     worker_id: u64,
     /// Spare worker IDs not yet used (`SpareWorker`).
     spares: VecDeque<u64>,
+    /// The index in `spare_marks` of the leased spare in use; `None`: the main mark.
+    spare_mark: Option<usize>,
     /// The clock is behind `last_tick` now: the current rollback is already counted.
     in_rollback: bool,
     /// The last reading of a clock that was not behind, and when it was taken: during a
@@ -101,10 +105,29 @@ pub struct DefaultUidGeneratorBuilder {
     strategy: RollbackStrategy,
     max_run_ahead: Duration,
     max_mark_wait: Option<Duration>,
+    spare_leases: Vec<crate::WorkerLease>,
 }
 
 impl DefaultUidGeneratorBuilder {
     base_builder_methods!();
+
+    /// Leased spare worker IDs: sets [`RollbackStrategy::SpareWorker`] with them. On a
+    /// clock step back the generator moves to the first spare whose time mark is at or
+    /// behind the clock (one whose mark is ahead is passed over, said at `warn`), goes on
+    /// at the clock's time, and records the ticks it uses in that lease's mark as it does
+    /// on its main worker ID, so whoever leases the spare next starts above them. Every
+    /// lease is renewed while the generator lives and released when it is dropped.
+    ///
+    /// Take them from the same store and for the same layout as the main lease, with
+    /// [`prefer_marks_within`](crate::WorkerLeaseBuilder::prefer_marks_within) so their
+    /// marks are not ahead of the clock.
+    pub fn spare_leases(mut self, leases: Vec<crate::WorkerLease>) -> Self {
+        self.strategy = RollbackStrategy::SpareWorker {
+            spares: leases.iter().map(crate::WorkerLease::worker_id).collect(),
+        };
+        self.spare_leases = leases;
+        self
+    }
 
     setters! {
         /// What to do when the clock goes backwards (default: [`RollbackStrategy::Fail`]).
@@ -149,6 +172,11 @@ impl DefaultUidGeneratorBuilder {
             _ => DEFAULT_MARK_WAIT,
         });
         let (bits, worker_id, clock, warn_before_end, mark) = self.base.into_parts();
+        let spare_marks: Vec<(u64, super::Mark)> = self
+            .spare_leases
+            .into_iter()
+            .map(|lease| (lease.worker_id(), super::Mark::Lease(lease)))
+            .collect();
         let spares: VecDeque<u64> = match &self.strategy {
             RollbackStrategy::SpareWorker { spares } => spares.iter().copied().collect(),
             _ => VecDeque::new(),
@@ -180,6 +208,7 @@ impl DefaultUidGeneratorBuilder {
                 latest_millis: 0,
                 worker_id,
                 spares,
+                spare_mark: None,
                 in_rollback: false,
                 // Real time is taken to be the mark's now: `Continue` goes on from it at
                 // the pace of real time rather than waiting for a clock that is behind.
@@ -200,6 +229,7 @@ impl DefaultUidGeneratorBuilder {
             rollbacks: AtomicU64::new(0),
             state: Mutex::new(state),
             mark,
+            spare_marks,
             max_run_ahead_ticks: u64::try_from(
                 self.max_run_ahead.as_millis() / u128::from(bits.unit().millis()),
             )
@@ -222,6 +252,7 @@ impl DefaultUidGenerator {
             strategy: RollbackStrategy::default(),
             max_run_ahead: Duration::from_secs(1),
             max_mark_wait: None,
+            spare_leases: Vec::new(),
         }
     }
 
@@ -308,16 +339,19 @@ impl DefaultUidGenerator {
                     }
                     RollbackStrategy::Continue => tick = last.max(real_tick),
                     RollbackStrategy::SpareWorker { .. } => {
-                        let Some(spare) = state.spares.pop_front() else {
+                        let Some((spare, mark)) = self.next_spare(state, wall_tick) else {
                             return Err(UidError::ClockMovedBackwards { by });
                         };
                         tracing::warn!(
                             from = state.worker_id,
                             to = spare,
-                            "uidgen switched to a spare worker ID after a clock rollback"
+                            ?by,
+                            "uidgen switched to a spare worker ID after the clock stepped back"
                         );
-                        // A worker ID never used before: any tick is new for it.
+                        // A worker ID never used before, or (leased) none of whose ticks
+                        // from here on were used: its mark is at or behind the clock.
                         state.worker_id = spare;
+                        state.spare_mark = mark;
                         state.last_tick = None;
                         state.in_rollback = false;
                     }
@@ -367,6 +401,27 @@ impl DefaultUidGenerator {
         }
     }
 
+    /// The next spare to move to, and the index of its lease's mark if leased: a leased
+    /// spare whose mark is ahead of `wall_tick` is passed over (its earlier holder used
+    /// ticks the clock has not reached).
+    fn next_spare(&self, state: &mut TickState, wall_tick: u64) -> Option<(u64, Option<usize>)> {
+        while let Some(spare) = state.spares.pop_front() {
+            let Some(index) = self.spare_marks.iter().position(|(id, _)| *id == spare) else {
+                return Some((spare, None));
+            };
+            let floor = self.spare_marks[index].1.state().floor();
+            if floor <= wall_tick {
+                return Some((spare, Some(index)));
+            }
+            tracing::warn!(
+                spare,
+                mark_millis = self.bits.tick_start_millis(floor),
+                "uidgen passed over a spare worker ID: its time mark is ahead of the clock"
+            );
+        }
+        None
+    }
+
     /// The clock is behind ticks a previous holder of the worker ID may have used, up to
     /// `last`: wait for it to reach the next tick, within the bound, or say why not.
     fn wait_for_mark(&self, worker_id: u64, last: u64, now_millis: u64) -> Result<Step, UidError> {
@@ -394,7 +449,11 @@ impl DefaultUidGenerator {
         tick: u64,
         may_wait: bool,
     ) -> Result<u64, UidError> {
-        self.mark.state().admit(tick, may_wait)?;
+        let mark = match state.spare_mark {
+            Some(index) => &self.spare_marks[index].1,
+            None => &self.mark,
+        };
+        mark.state().admit(tick, may_wait)?;
         self.end_warning.observe(tick, &self.bits);
         state.last_tick = Some(tick);
         state.sequence = 0;

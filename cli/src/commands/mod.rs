@@ -161,20 +161,31 @@ fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenera
     .build()?)
 }
 
-/// The default generator on the worker ID taken (its lease, if any, goes with it).
+/// The default generator on the worker ID taken (its lease, if any, goes with it); with
+/// `spares`, `SpareWorker` on them (their leases go with it too).
 fn default_generator(
     bits: BitsAllocator,
     taken: Taken,
     on_rollback: uidgen::RollbackStrategy,
+    spares: Vec<Taken>,
 ) -> Result<DefaultUidGenerator, Failure> {
-    let builder = DefaultUidGenerator::builder()
+    let mut builder = DefaultUidGenerator::builder()
         .allocator(bits)
         .rollback_strategy(on_rollback);
-    Ok(match taken.lease {
+    builder = match taken.lease {
         Some(lease) => builder.lease(lease),
         None => builder.worker_id(taken.worker_id),
+    };
+    if !spares.is_empty() {
+        let ids: Vec<u64> = spares.iter().map(|s| s.worker_id).collect();
+        let leases: Vec<uidgen::WorkerLease> = spares.into_iter().filter_map(|s| s.lease).collect();
+        builder = if leases.is_empty() {
+            builder.rollback_strategy(uidgen::RollbackStrategy::SpareWorker { spares: ids })
+        } else {
+            builder.spare_leases(leases)
+        };
     }
-    .build()?)
+    Ok(builder.build()?)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `uidgen next`: new IDs, one a line in a form (or each taken apart, as JSON).
 
 use super::{cached_generator, default_generator, write_ids};
-use crate::args::{GeneratorKind, LayoutArgs};
+use crate::args::{GeneratorKind, LayoutArgs, OnRollback};
 use crate::output::{Failure, Lines};
 use crate::source::Source;
 use crate::SUCCESS;
@@ -11,7 +11,7 @@ use uidgen::{IdFormat, UidGenerator};
 pub(super) fn run(
     count: u64,
     generator: GeneratorKind,
-    on_rollback: uidgen::RollbackStrategy,
+    on_rollback: OnRollback,
     // `None`: each ID taken apart, as JSON.
     format: Option<IdFormat>,
     source: &Source,
@@ -32,7 +32,18 @@ pub(super) fn run(
     };
     let taken = source.take(&bits, prefer_within)?;
     let generator: Box<dyn UidGenerator> = match generator {
-        GeneratorKind::Default => Box::new(default_generator(bits, taken, on_rollback)?),
+        GeneratorKind::Default => {
+            let (strategy, spares) = match on_rollback {
+                OnRollback::Strategy(strategy) => (strategy, Vec::new()),
+                // Taken now, beside the main one, with marks at most as far ahead as the
+                // main one's: a spare is only of use with its mark behind the clock.
+                OnRollback::Spares(n) => (
+                    uidgen::RollbackStrategy::Fail,
+                    source.take_spares(&bits, n, prefer_within)?,
+                ),
+            };
+            Box::new(default_generator(bits, taken, strategy, spares)?)
+        }
         GeneratorKind::Cached => Box::new(cached_generator(bits, taken)?),
     };
     let mut out = Lines::new(stdout);

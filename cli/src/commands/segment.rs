@@ -26,17 +26,9 @@ pub(super) fn run(
     };
     match action {
         SegmentAction::Next {
-            tag,
-            count,
-            create_step,
-            stats,
-            ..
+            tag, count, stats, ..
         } => {
-            let mut builder = SegmentGenerator::builder(store, tag);
-            if let Some(step) = create_step {
-                builder = builder.create_missing(*step);
-            }
-            let generator = builder.build()?;
+            let generator = SegmentGenerator::builder(store, tag).build()?;
             let mut out = Lines::new(stdout);
             let made = write_ids(
                 &mut out,

@@ -23,7 +23,15 @@ pub(crate) fn run(args: &ServeArgs, env: Env, stdout: &mut dyn Write) -> Result<
     if !args.tags.is_empty() {
         config.tags = args.tags.clone();
     }
-    config.create_tags |= args.create_tags;
+    if args.create_tags {
+        return Err(Failure::msg(format!(
+            "--create-tags is {}",
+            uidgen_server::CREATE_TAGS_GONE
+        )));
+    }
+    if args.tag_start.is_some() {
+        config.tag_start = args.tag_start;
+    }
     config.allow_public |= args.allow_public;
     if let Some(max) = args.max_count {
         config.max_count = max;

@@ -24,6 +24,8 @@ pub fn config_in(dir: &std::path::Path, vars: &[(&str, &str)]) -> Config {
             dir.join("ids.sqlite3").display().to_string(),
         ),
         ("UIDGEN_LISTEN".into(), "127.0.0.1:0".into()),
+        // The store is new: its tags start at 1 (tests of a missing start unset it).
+        ("UIDGEN_TAG_START".into(), "1".into()),
     ];
     env.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Config::load(None, env).expect("test config")

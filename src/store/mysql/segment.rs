@@ -28,7 +28,7 @@ crate::store::sql::url_store_face! {
 /// use uidgen::{MySqlSegmentStore, SegmentGenerator};
 ///
 /// let store = MySqlSegmentStore::new("mysql://root@127.0.0.1:3306/test")?;
-/// let orders = SegmentGenerator::builder(store, "order").create_missing(1000).build()?;
+/// let orders = SegmentGenerator::builder(store, "order").create_missing(1, 1000).build()?;
 /// println!("{}", orders.next_uid()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -19,7 +19,7 @@ crate::store::sql::url_store_face! {
 /// use uidgen::{PostgresSegmentStore, SegmentGenerator};
 ///
 /// let store = PostgresSegmentStore::new("postgres://postgres@127.0.0.1:5432/test")?;
-/// let orders = SegmentGenerator::builder(store, "order").create_missing(1000).build()?;
+/// let orders = SegmentGenerator::builder(store, "order").create_missing(1, 1000).build()?;
 /// println!("{}", orders.next_uid()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -54,7 +54,7 @@ return 1
 /// use uidgen::{RedisSegmentStore, SegmentGenerator};
 ///
 /// let store = RedisSegmentStore::new("redis://127.0.0.1:6379")?;
-/// let orders = SegmentGenerator::builder(store, "order").create_missing(1000).build()?;
+/// let orders = SegmentGenerator::builder(store, "order").create_missing(1, 1000).build()?;
 /// println!("{}", orders.next_uid()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

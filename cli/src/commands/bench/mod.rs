@@ -126,7 +126,7 @@ pub(crate) fn run(
         }
         Supply::Default(source) => {
             let all = time_based(args, &source, generators, |bits, taken| {
-                default_generator(bits, taken, uidgen::RollbackStrategy::Fail)
+                default_generator(bits, taken, uidgen::RollbackStrategy::Fail, Vec::new())
             })?;
             measure("default", &Generators::without_ring(&all))
         }
@@ -174,7 +174,7 @@ fn segment_generators(
                 format!("{tag}-{i}")
             };
             let mut builder = SegmentGenerator::builder(Arc::clone(&store), &name)
-                .create_missing(1000)
+                .create_missing(1, 1000)
                 .prefetch(!args.no_prefetch);
             if let Some(max_step) = args.max_step {
                 builder = builder.max_step(max_step);
