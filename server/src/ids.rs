@@ -267,6 +267,11 @@ impl Ids {
         self.config.opaque.as_deref()
     }
 
+    /// The same, shared: for work handed to the blocking pool.
+    pub(crate) fn opaque_keys(&self) -> Option<Arc<uidgen::OpaqueIds>> {
+        self.config.opaque.clone()
+    }
+
     /// The snowflake layout.
     pub fn layout(&self) -> &BitsAllocator {
         &self.bits

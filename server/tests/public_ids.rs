@@ -344,3 +344,62 @@ fn without_keys_opaque_is_refused_and_bad_keys_stop_the_start_without_showing_th
     );
     assert!(!debug.contains(&KEY_HEX[..16]), "{debug}");
 }
+
+/// One request on a fresh connection, timed from connect to the end of the answer.
+fn timed_get(addr: std::net::SocketAddr, path: &str) -> (std::time::Duration, String) {
+    use std::io::{Read, Write};
+    let started = std::time::Instant::now();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    (started.elapsed(), answer)
+}
+
+/// Large opaque batches are made off the request threads: with ten 100,000-ID opaque
+/// requests in flight, a probe and a single-ID route still answer within 50 ms.
+#[test]
+fn opaque_batches_in_flight_never_hold_up_probes_or_single_ids() {
+    let keys = format!("7:{KEY_HEX}");
+    let server = TestServer::start(&[("UIDGEN_OPAQUE_KEYS", &keys)]);
+    let url = server.url("/v1/snowflake?count=100000&format=opaque");
+    let batches: Vec<_> = (0..10)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || curl(&[&url]))
+        })
+        .collect();
+    // Once the batches are being made (the first answers take far longer than this),
+    // time probes and single IDs until every batch has answered.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut timed = Vec::new();
+    while batches.iter().any(|b| !b.is_finished()) {
+        for path in ["/healthz", "/v1/snowflake", "/api/snowflake/get/any"] {
+            let (took, answer) = timed_get(server.addr, path);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{path}: {answer}");
+            timed.push((path, took));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for batch in batches {
+        let answer = batch.join().unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(json(&answer.body)["count"], 100_000);
+    }
+    let slowest = timed.iter().max_by_key(|(_, took)| *took).unwrap();
+    assert!(
+        slowest.1 < std::time::Duration::from_millis(50),
+        "{} took {:?} with opaque batches in flight ({} timed)",
+        slowest.0,
+        slowest.1,
+        timed.len()
+    );
+    assert!(
+        timed.len() >= 6,
+        "the batches ended before probes could run: {timed:?}"
+    );
+}

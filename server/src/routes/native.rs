@@ -28,18 +28,22 @@ impl Serialize for AsStrings<'_> {
 
 /// How the answer writes IDs: numbers with strings in one form, or opaque public IDs
 /// only (never beside the numbers they hide).
-#[derive(Clone, Copy)]
-enum Form<'a> {
+#[derive(Clone)]
+enum Form {
     Plain(IdFormat),
-    Opaque(&'a uidgen::OpaqueIds),
+    Opaque(Arc<uidgen::OpaqueIds>),
 }
+
+/// Opaque batches up to this many IDs are made on the request's own thread (a few µs);
+/// larger ones on the blocking pool, so a long batch never holds up other requests.
+const OPAQUE_INLINE: usize = 64;
 
 /// The `format` parameter (default decimal): one of [`IdFormat`]'s names, or `opaque`
 /// when the service has keys.
-fn format_of<'a>(ids: &'a Ids, params: &Params) -> Result<Form<'a>, ApiError> {
+fn format_of(ids: &Ids, params: &Params) -> Result<Form, ApiError> {
     match params.get("format") {
         None => Ok(Form::Plain(IdFormat::Decimal)),
-        Some("opaque") => ids.opaque().map(Form::Opaque).ok_or_else(|| {
+        Some("opaque") => ids.opaque_keys().map(Form::Opaque).ok_or_else(|| {
             ApiError::bad_request(
                 "format = \"opaque\" cannot be used: this service has no opaque-ID keys",
                 "decimal, hex, base62 or base32 (opaque needs UIDGEN_OPAQUE_KEYS or \
@@ -78,16 +82,27 @@ struct IdsBody<'a> {
 
 /// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
 /// `form`.
-fn answer(
+async fn answer(
     headers: &HeaderMap,
     tag: Option<&str>,
-    ids: &[u64],
+    ids: Vec<u64>,
     form: Form,
 ) -> Result<Response, ApiError> {
     let format = match form {
         Form::Plain(format) => format,
-        Form::Opaque(keys) => return opaque_answer(keys, headers, tag, ids),
+        Form::Opaque(keys) => {
+            let (text, tag) = (wants_text(headers), tag.map(str::to_owned));
+            let inline = ids.len() <= OPAQUE_INLINE;
+            let make = move || opaque_answer(&keys, text, tag.as_deref(), &ids);
+            if inline {
+                return make();
+            }
+            return tokio::task::spawn_blocking(make)
+                .await
+                .map_err(|_| ApiError::unavailable("making opaque IDs panicked"))?;
+        }
     };
+    let ids = ids.as_slice();
     if wants_text(headers) {
         let mut body = String::with_capacity(ids.len() * 20);
         let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
@@ -106,19 +121,17 @@ fn answer(
     Ok(json_ok(&body))
 }
 
-/// Public IDs only: `{"count","key_version","ids":[…]}`, or one a line.
+/// Public IDs only: `{"count","key_version","ids":[…]}`, or one a line (`as_text`).
 fn opaque_answer(
     keys: &uidgen::OpaqueIds,
-    headers: &HeaderMap,
+    as_text: bool,
     tag: Option<&str>,
     ids: &[u64],
 ) -> Result<Response, ApiError> {
-    let public = ids
-        .iter()
-        .map(|&id| keys.encode(id))
-        .collect::<Result<Vec<_>, _>>()
+    let public = keys
+        .encode_many(ids)
         .map_err(|e| ApiError::unavailable(format!("an ID could not be made opaque: {e}")))?;
-    if wants_text(headers) {
+    if as_text {
         let mut body = public.join("\n");
         body.push('\n');
         return Ok(text(StatusCode::OK, body));
@@ -157,7 +170,7 @@ pub(super) async fn snowflake(
     let form = format_of(&ids, &params)?;
     let out = ids.snowflake_ids(count).await?;
     ids.metrics.served("v1", SNOWFLAKE_GRANT, out.len());
-    answer(&headers, None, &out, form)
+    answer(&headers, None, out, form).await
 }
 
 /// `GET /v1/segment/{tag}?count=N`
@@ -173,7 +186,7 @@ pub(super) async fn segment(
     let form = format_of(&ids, &params)?;
     let out = ids.segment_ids(&tag, count).await?;
     ids.metrics.served("v1", &tag, out.len());
-    answer(&headers, Some(&tag), &out, form)
+    answer(&headers, Some(&tag), out, form).await
 }
 
 #[derive(Serialize)]
