@@ -171,6 +171,9 @@ pub(crate) enum SegmentAction {
         /// How many IDs.
         #[arg(short = 'n', long = "count", default_value_t = 1, value_name = "N")]
         count: u64,
+        /// Removed (a take never creates a tag); refused with the reason.
+        #[arg(long, hide = true, value_name = "STEP")]
+        create_step: Option<String>,
         /// Print the generator's figures (ranges, step, runway) to stderr at the end.
         #[arg(long)]
         stats: bool,
@@ -311,9 +314,9 @@ pub(crate) struct BenchArgs {
     /// single and alternate only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub(crate) batch: u32,
-    /// --generator segment: the tag to take IDs of (alternate:N uses TAG-0 to TAG-N-1),
-    /// created with step 1000 if missing, in the store of --store (default: the embedded
-    /// store).
+    /// --generator segment: the tag to take IDs of (alternate:N uses TAG-0 to TAG-N-1), in
+    /// the store of --store (default: the embedded store). A name starting uidgen-bench is
+    /// the bench's own, created at 1 with step 1000 if missing; any other tag must exist.
     /// [default: uidgen-bench]
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     pub(crate) tag: Option<String>,

@@ -248,7 +248,21 @@ impl Source {
             }
             Source::MySql { .. } => self,
         };
-        (0..count).map(|_| from.take(bits, prefer_within)).collect()
+        (0..count)
+            .map(|_| {
+                from.take(bits, prefer_within).map_err(|err| match err {
+                    Failure::Error(source) => Failure::Error(Box::new(Context {
+                        doing: format!(
+                            "--on-rollback spare:{count} takes {count} worker IDs beside the \
+                             main one ({} in all)",
+                            count + 1
+                        ),
+                        source,
+                    })),
+                    other => other,
+                })
+            })
+            .collect()
     }
 
     /// `count` worker IDs: consecutive ones from `--worker-id`, or the store's lowest

@@ -246,6 +246,13 @@ fn hostile_command_lines_are_refused_by_name_and_never_echo_a_password() {
             vec!["in-memory databases"],
         ),
         (
+            vec!["segment", "next", "--tag", "a", "--create-step", "10"],
+            vec![
+                "--create-step is no longer supported",
+                "uidgen segment create",
+            ],
+        ),
+        (
             vec!["segment", "list", "--sample", "0"],
             vec!["expected a number of seconds from 0.001 to 86400"],
         ),
@@ -329,23 +336,36 @@ fn bench_measures_segment_mode_with_and_without_prefetch() {
         assert_eq!(report["errors"], 0);
         assert!(report["total_ids"].as_u64().unwrap() > 1000);
     }
-    // alternate:N takes tags TAG-0 to TAG-N-1.
-    let out = output(&mut uidgen(
-        &db,
-        &[
-            "bench",
-            "--generator",
-            "segment",
-            "--pattern",
-            "alternate:3",
-            "--seconds",
-            "0.3",
-            "--warmup",
-            "0",
-            "--tag",
-            "alt",
-        ],
-    ));
+    // alternate:N takes tags TAG-0 to TAG-N-1. A user's tags are never made by the
+    // bench: missing, they are an error; created, they are benched.
+    let alternate = [
+        "bench",
+        "--generator",
+        "segment",
+        "--pattern",
+        "alternate:3",
+        "--seconds",
+        "0.3",
+        "--warmup",
+        "0",
+        "--tag",
+        "alt",
+    ];
+    let out = output(&mut uidgen(&db, &alternate));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("\"alt-0\" does not exist"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for tag in ["alt-0", "alt-1", "alt-2"] {
+        let created = output(&mut uidgen(
+            &db,
+            &["segment", "create", "--tag", tag, "--step", "1000"],
+        ));
+        assert!(created.status.success());
+    }
+    let out = output(&mut uidgen(&db, &alternate));
     assert!(success_stdout(&out).contains("3 generators (tags)"));
     let listed = success_stdout(&output(&mut uidgen(&db, &["segment", "list"])));
     for tag in ["alt-0", "alt-1", "alt-2", "uidgen-bench"] {

@@ -443,8 +443,13 @@ impl Config {
                 "UIDGEN_TAG_START" => {
                     config.tag_start = Some(parse_field("UIDGEN_TAG_START", &value)?)
                 }
-                "UIDGEN_CREATE_TAGS" => {
-                    config.create_tags_removed = Some(parse_field("UIDGEN_CREATE_TAGS", &value)?)
+                // Set off, the old switch is harmless; set on, it is refused.
+                "UIDGEN_CREATE_TAGS" if !matches!(value.trim(), "" | "0" | "false") => {
+                    return Err(ConfigError::Invalid {
+                        field: "UIDGEN_CREATE_TAGS",
+                        value: value.chars().take(80).collect(),
+                        limit: CREATE_TAGS_GONE.into(),
+                    });
                 }
                 "UIDGEN_ALLOW_PUBLIC" => {
                     config.allow_public = parse_field("UIDGEN_ALLOW_PUBLIC", &value)?
@@ -503,11 +508,13 @@ impl Config {
             return Err(invalid("create_tags", "true".into(), CREATE_TAGS_GONE));
         }
         if let Some(start) = self.tag_start {
-            if !(1..=i64::MAX as u64).contains(&start) {
+            // A tag's counter must leave room for one range below the largest BIGINT.
+            let last = (i64::MAX as u64).saturating_sub(self.tag_step);
+            if !(1..=last).contains(&start) {
                 return Err(invalid(
                     "tag_start",
                     start.to_string(),
-                    "1 to 9223372036854775807 (the largest BIGINT)",
+                    &format!("1 to {last} (the largest BIGINT less tag_step)"),
                 ));
             }
         }
@@ -769,7 +776,18 @@ mod tests {
             (
                 "",
                 vec![("UIDGEN_CREATE_TAGS".into(), "true".into())],
-                "tag_start",
+                "UIDGEN_CREATE_TAGS = true is not allowed: no longer supported",
+            ),
+            (
+                "",
+                vec![("UIDGEN_CREATE_TAGS".into(), "1".into())],
+                "UIDGEN_CREATE_TAGS = 1 is not allowed",
+            ),
+            // The largest start leaves room for one range of tag_step.
+            (
+                "tag_start = 9223372036854775807\n",
+                Vec::new(),
+                "1 to 9223372036854774807 (the largest BIGINT less tag_step)",
             ),
         ] {
             let err = load(toml, vars).unwrap_err().to_string();
@@ -777,6 +795,9 @@ mod tests {
         }
         // The old switch set off is harmless.
         assert!(load("create_tags = false\n", Vec::new()).is_ok());
+        let off = |v: &str| vec![("UIDGEN_CREATE_TAGS".to_string(), v.to_string())];
+        assert!(load("", off("false")).is_ok() && load("", off("0")).is_ok());
+        assert!(load("tag_start = 9223372036854774807\n", Vec::new()).is_ok());
     }
 
     #[test]

@@ -60,6 +60,18 @@ pub enum StartError {
         /// The store's words.
         source: Box<SegmentError>,
     },
+    /// A residue tag a store lacks, with no `tag_start` to create its classes.
+    #[error(
+        "residue tag {tag}: {location} has no such tag; let the service create every \
+         class's row with tag_start = FIRST (--tag-start, UIDGEN_TAG_START), each class's \
+         IDs then at or above FIRST (uidgen segment create cannot make a residue class's row)"
+    )]
+    MissingResidueTag {
+        /// The tag (quoted, shortened).
+        tag: String,
+        /// The store that lacks it, as it describes itself.
+        location: String,
+    },
     /// The address cannot be listened on.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -188,7 +200,15 @@ impl Ids {
         }
         for residue_tag in ids.config.residue_tags.clone() {
             let generator = build_residue(&residue_tag, ids.config.tag_step, ids.config.tag_start)
-                .map_err(|source| StartError::tag(&residue_tag.tag, source))?;
+                .map_err(|source| match source {
+                    SegmentError::Store(StoreError::MissingTag { location, .. }) => {
+                        StartError::MissingResidueTag {
+                            tag: shown_tag(&residue_tag.tag),
+                            location,
+                        }
+                    }
+                    other => StartError::tag(&residue_tag.tag, other),
+                })?;
             ids.residues.insert(residue_tag.tag, Arc::new(generator));
         }
         ids.probe_store();

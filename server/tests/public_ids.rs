@@ -197,6 +197,28 @@ fn a_bad_residue_tag_is_refused_before_start_without_showing_a_password() {
     assert!(err.contains("remainder = 2 is out of range: 0..2"), "{err}");
 }
 
+#[test]
+fn a_residue_tag_without_a_start_is_refused_naming_tag_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.sqlite3"), dir.path().join("b.sqlite3"));
+    let mut config = with_residue_tags(
+        dir.path(),
+        &format!("[[residue_tags]]\ntag = \"order\"\nstores = [{a:?}, {b:?}]"),
+    );
+    config.tag_start = None;
+    let err = uidgen_server::Ids::start(config)
+        .map(|_| ())
+        .expect_err("a residue tag no store has, and no start")
+        .to_string();
+    for wanted in [
+        "residue tag \"order\"",
+        "has no such tag",
+        "tag_start = FIRST",
+    ] {
+        assert!(err.contains(wanted), "{wanted}: {err}");
+    }
+}
+
 const KEY_HEX: &str = "8f3c0a9be41d77f2c6a5b0e9d3f8127a4c6e2b9d0f1a3c5e7b9d1f3a5c7e9b0d";
 const FLAKE: &str = "flake-token-0123456789abcdef";
 const REVEAL: &str = "reveal-token-0123456789abcdef";

@@ -58,7 +58,7 @@ pub(crate) struct Params {
 impl Params {
     /// `radix^m` of round `i`: `m = u` in even rounds, `v` in odd ones.
     pub(crate) fn modulus(&self, i: u8) -> u128 {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             self.pow_u
         } else {
             self.pow_v

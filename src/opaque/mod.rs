@@ -57,7 +57,7 @@ struct Key {
 /// `radix^m − 1` of each round: `m = u` (3 numerals, 27 bits) in even rounds, `v` (4, 36
 /// bits) in odd ones. A power-of-two modulus: reducing is masking.
 const fn round_mask(i: u8) -> u128 {
-    let numerals = if i % 2 == 0 {
+    let numerals = if i.is_multiple_of(2) {
         NUMERALS / 2
     } else {
         NUMERALS - NUMERALS / 2

@@ -196,7 +196,31 @@ impl Inner {
         let wanted = self.description(class.remainder);
         if let Some(first_id) = create_at {
             let counter = first_id.div_ceil(self.modulus).max(1);
-            class.store.create(&self.tag, counter, self.step, &wanted)?;
+            class
+                .store
+                .create(&self.tag, counter, self.step, &wanted)
+                .map_err(|e| match e {
+                    // The store speaks of its counter; the user gave an ID.
+                    StoreError::DataLost {
+                        store,
+                        location,
+                        what,
+                    } => StoreError::DataLost {
+                        store,
+                        location,
+                        what: format!(
+                            "{what} (for residue class {} mod {}, these numbers are the \
+                             store's counter: its IDs are counter x {} + {}, so a start \
+                             for it is the counter named times {})",
+                            class.remainder,
+                            self.modulus,
+                            self.modulus,
+                            class.remainder,
+                            self.modulus
+                        ),
+                    },
+                    other => other,
+                })?;
         }
         let record = class.store.tag(&self.tag)?;
         if let Some(record) = record.filter(|r| r.description != wanted) {
@@ -257,12 +281,17 @@ fn retry_in_background(inner: Weak<Inner>, index: usize) {
                         let _ = class.generator.set(generator);
                         return;
                     }
-                    // Not created here (see `create_missing`): said once, at WARN.
-                    Err(err @ SegmentError::Store(StoreError::MissingTag { .. }))
-                        if !warned =>
-                    {
+                    // Not created here (see `create_missing`), or refused: said once, at
+                    // WARN, as a retry alone will not cure it.
+                    Err(
+                        err @ SegmentError::Store(
+                            StoreError::MissingTag { .. }
+                            | StoreError::InvalidSegment { .. }
+                            | StoreError::DataLost { .. },
+                        ),
+                    ) if !warned => {
                         warned = true;
-                        tracing::warn!(tag = %inner.tag, store = %class.store.describe(), "residue class {} mod {} stays off: the store answers but has no such tag, and a retry never creates one (it may have been lost): {err}", class.remainder, inner.modulus)
+                        tracing::warn!(tag = %inner.tag, store = %class.store.describe(), "residue class {} mod {} stays off: the store answers but cannot serve it (a retry never creates the tag: it may have been lost): {err}", class.remainder, inner.modulus)
                     }
                     Err(err) => {
                         tracing::debug!(tag = %inner.tag, "residue class {} still not started: {err}", class.remainder)

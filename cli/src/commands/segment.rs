@@ -26,8 +26,19 @@ pub(super) fn run(
     };
     match action {
         SegmentAction::Next {
-            tag, count, stats, ..
+            tag,
+            count,
+            stats,
+            create_step,
+            ..
         } => {
+            if create_step.is_some() {
+                return Err(Failure::msg(
+                    "--create-step is no longer supported: a take never creates a tag, since \
+                     a tag a store lost would be created again and repeat its IDs; create it \
+                     with uidgen segment create --tag TAG --step N [--start FIRST]",
+                ));
+            }
             let generator = SegmentGenerator::builder(store, tag).build()?;
             let mut out = Lines::new(stdout);
             let made = write_ids(
