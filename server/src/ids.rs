@@ -72,6 +72,9 @@ pub enum StartError {
         /// The store that lacks it, as it describes itself.
         location: String,
     },
+    /// The threads for opaque batches could not be started.
+    #[error("cannot start the threads for opaque batches: {0}")]
+    Threads(std::io::Error),
     /// The address cannot be listened on.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -123,6 +126,8 @@ pub struct Ids {
     /// generators for one tag).
     setting_up: tokio::sync::Mutex<()>,
     pub(crate) metrics: Metrics,
+    /// Where opaque batches are made (see `batch_pool`).
+    pub(crate) batches: crate::batch_pool::BatchPool,
     /// When the store last answered, in ms since `started` (0: never).
     store_ok_at: AtomicU64,
     started: Instant,
@@ -175,6 +180,10 @@ impl Ids {
             steps: RwLock::new(HashMap::new()),
             setting_up: tokio::sync::Mutex::new(()),
             metrics: Metrics::new(),
+            batches: crate::batch_pool::BatchPool::start(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            )
+            .map_err(StartError::Threads)?,
             store_ok_at: AtomicU64::new(0),
             started: Instant::now(),
             store_error: RwLock::new(None),

@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod batch_pool;
 mod config;
 mod error;
 mod ids;

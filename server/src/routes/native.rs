@@ -35,7 +35,8 @@ enum Form {
 }
 
 /// Opaque batches up to this many IDs are made on the request's own thread (a few µs);
-/// larger ones on the blocking pool, so a long batch never holds up other requests.
+/// larger ones on the batch pool, at a lower priority, so a long batch never holds up
+/// other requests.
 const OPAQUE_INLINE: usize = 64;
 
 /// The `format` parameter (default decimal): one of [`IdFormat`]'s names, or `opaque`
@@ -83,6 +84,7 @@ struct IdsBody<'a> {
 /// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
 /// `form`.
 async fn answer(
+    service: &Ids,
     headers: &HeaderMap,
     tag: Option<&str>,
     ids: Vec<u64>,
@@ -97,9 +99,11 @@ async fn answer(
             if inline {
                 return make();
             }
-            return tokio::task::spawn_blocking(make)
+            return service
+                .batches
+                .run(make)
                 .await
-                .map_err(|_| ApiError::unavailable("making opaque IDs panicked"))?;
+                .ok_or_else(|| ApiError::unavailable("making opaque IDs panicked"))?;
         }
     };
     let ids = ids.as_slice();
@@ -170,7 +174,7 @@ pub(super) async fn snowflake(
     let form = format_of(&ids, &params)?;
     let out = ids.snowflake_ids(count).await?;
     ids.metrics.served("v1", SNOWFLAKE_GRANT, out.len());
-    answer(&headers, None, out, form).await
+    answer(&ids, &headers, None, out, form).await
 }
 
 /// `GET /v1/segment/{tag}?count=N`
@@ -186,7 +190,7 @@ pub(super) async fn segment(
     let form = format_of(&ids, &params)?;
     let out = ids.segment_ids(&tag, count).await?;
     ids.metrics.served("v1", &tag, out.len());
-    answer(&headers, Some(&tag), out, form).await
+    answer(&ids, &headers, Some(&tag), out, form).await
 }
 
 #[derive(Serialize)]
