@@ -86,12 +86,22 @@ pub enum StartError {
 }
 
 impl StartError {
-    /// A tag that could not be set up; a missing one says how to have it created.
-    fn tag(tag: &str, source: SegmentError) -> Self {
-        let (tag, source) = (shown_tag(tag), Box::new(source));
-        match *source {
-            SegmentError::Store(StoreError::MissingTag { .. }) => Self::MissingTag { tag, source },
-            _ => Self::Segment { tag, source },
+    /// A tag (a residue tag if `residue`) that could not be set up; a missing one says
+    /// how to have it created.
+    fn tag(tag: &str, residue: bool, source: SegmentError) -> Self {
+        let tag = shown_tag(tag);
+        match source {
+            SegmentError::Store(StoreError::MissingTag { location, .. }) if residue => {
+                Self::MissingResidueTag { tag, location }
+            }
+            SegmentError::Store(StoreError::MissingTag { .. }) => Self::MissingTag {
+                tag,
+                source: Box::new(source),
+            },
+            _ => Self::Segment {
+                tag,
+                source: Box::new(source),
+            },
         }
     }
 }
@@ -126,8 +136,8 @@ pub struct Ids {
     /// generators for one tag).
     setting_up: tokio::sync::Mutex<()>,
     pub(crate) metrics: Metrics,
-    /// Where opaque batches are made (see `batch_pool`).
-    pub(crate) batches: crate::batch_pool::BatchPool,
+    /// Where opaque batches are made (see `batch_pool`); only with opaque-ID keys.
+    pub(crate) batches: Option<crate::batch_pool::BatchPool>,
     /// When the store last answered, in ms since `started` (0: never).
     store_ok_at: AtomicU64,
     started: Instant,
@@ -180,10 +190,15 @@ impl Ids {
             steps: RwLock::new(HashMap::new()),
             setting_up: tokio::sync::Mutex::new(()),
             metrics: Metrics::new(),
-            batches: crate::batch_pool::BatchPool::start(
-                std::thread::available_parallelism().map_or(1, |n| n.get()),
-            )
-            .map_err(StartError::Threads)?,
+            batches: config
+                .opaque
+                .is_some()
+                .then(|| {
+                    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    crate::batch_pool::BatchPool::start(cores)
+                })
+                .transpose()
+                .map_err(StartError::Threads)?,
             store_ok_at: AtomicU64::new(0),
             started: Instant::now(),
             store_error: RwLock::new(None),
@@ -196,7 +211,7 @@ impl Ids {
             .map(|start| (start, ids.config.tag_step));
         for tag in ids.config.tags.clone() {
             let generator = build_segment(Arc::clone(&ids.store), &tag, create)
-                .map_err(|source| StartError::tag(&tag, source))?;
+                .map_err(|source| StartError::tag(&tag, false, source))?;
             write(&ids.segments).insert(tag, Arc::new(generator));
         }
         for period_tag in ids.config.period_tags.clone() {
@@ -209,15 +224,7 @@ impl Ids {
         }
         for residue_tag in ids.config.residue_tags.clone() {
             let generator = build_residue(&residue_tag, ids.config.tag_step, ids.config.tag_start)
-                .map_err(|source| match source {
-                    SegmentError::Store(StoreError::MissingTag { location, .. }) => {
-                        StartError::MissingResidueTag {
-                            tag: shown_tag(&residue_tag.tag),
-                            location,
-                        }
-                    }
-                    other => StartError::tag(&residue_tag.tag, other),
-                })?;
+                .map_err(|source| StartError::tag(&residue_tag.tag, true, source))?;
             ids.residues.insert(residue_tag.tag, Arc::new(generator));
         }
         ids.probe_store();
@@ -296,7 +303,7 @@ impl Ids {
         self.config.opaque.as_deref()
     }
 
-    /// The same, shared: for work handed to the blocking pool.
+    /// The same, shared: for work handed to the batch pool.
     pub(crate) fn opaque_keys(&self) -> Option<Arc<uidgen::OpaqueIds>> {
         self.config.opaque.clone()
     }
@@ -438,7 +445,26 @@ impl Ids {
     pub(crate) async fn range(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
         self.check_tag(tag)?;
         self.no_ranges(tag)?;
-        self.range_once(tag, count).await
+        let store = Arc::clone(&self.store);
+        let owned = tag.to_owned();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || store.allocate(&owned, count))
+            .await
+            .map_err(|_| ApiError::unavailable("the store call panicked"))?;
+        self.metrics
+            .store_call("range", started.elapsed(), result.is_ok());
+        match result {
+            Ok(end) => Ok(end - count),
+            Err(StoreError::MissingTag { .. }) => Err(ApiError::unknown_tag(tag)),
+            Err(StoreError::InvalidSegment { problem, .. }) => Err(ApiError::bad_request(
+                format!(
+                    "a range of {count} IDs of {} cannot be taken",
+                    shown_tag(tag)
+                ),
+                problem,
+            )),
+            Err(e) => Err(ApiError::unavailable(format!("the store failed: {e}"))),
+        }
     }
 
     /// The tag's base step as the store holds it (read once per tag).
@@ -464,29 +490,6 @@ impl Ids {
                 Ok(step)
             }
             Ok(None) => Err(ApiError::unknown_tag(tag)),
-            Err(e) => Err(ApiError::unavailable(format!("the store failed: {e}"))),
-        }
-    }
-
-    async fn range_once(&self, tag: &str, count: u64) -> Result<u64, ApiError> {
-        let store = Arc::clone(&self.store);
-        let owned = tag.to_owned();
-        let started = Instant::now();
-        let result = tokio::task::spawn_blocking(move || store.allocate(&owned, count))
-            .await
-            .map_err(|_| ApiError::unavailable("the store call panicked"))?;
-        self.metrics
-            .store_call("range", started.elapsed(), result.is_ok());
-        match result {
-            Ok(end) => Ok(end - count),
-            Err(StoreError::MissingTag { .. }) => Err(ApiError::unknown_tag(tag)),
-            Err(StoreError::InvalidSegment { problem, .. }) => Err(ApiError::bad_request(
-                format!(
-                    "a range of {count} IDs of {} cannot be taken",
-                    shown_tag(tag)
-                ),
-                problem,
-            )),
             Err(e) => Err(ApiError::unavailable(format!("the store failed: {e}"))),
         }
     }

@@ -223,21 +223,15 @@ impl<C: BlockEncrypt + BlockSizeUser<BlockSize = U16>> Ff1<C> {
     /// Round `i`'s `y mod radix^m`, from `NUM(B)` (encrypting) or `NUM(A)` (decrypting).
     pub(crate) fn round(&self, p: &Params, prefix: &Prefix, i: u8, num: u128) -> u128 {
         if let Some(whole) = prefix.whole_block(p) {
-            return reduce(self.whole_round(&whole, i, num), p.modulus(i));
+            let [y] = self.whole_rounds(&whole, i, &[num]);
+            return reduce(y, p.modulus(i));
         }
         let r = self.aes(Self::round_input(p, prefix, i, num));
         self.y_mod(p, r, p.modulus(i))
     }
 
-    /// `NUM(S)` of round `i` (not reduced) on a [`WholeBlock`] prefix: one AES block.
-    #[inline]
-    pub(crate) fn whole_round(&self, w: &WholeBlock, i: u8, num: u128) -> u128 {
-        let mut block = Block::from((w.state ^ (u128::from(i) << w.i_shift) ^ num).to_be_bytes());
-        self.cipher.encrypt_block(&mut block);
-        u128::from_be_bytes(block.into()) >> w.s_shift
-    }
-
-    /// The same for `K` inputs at once, through AES in parallel.
+    /// `NUM(S)` of round `i` (not reduced) on a [`WholeBlock`] prefix, for `K` inputs at
+    /// once: one AES block each, side by side.
     #[inline]
     pub(crate) fn whole_rounds<const K: usize>(
         &self,

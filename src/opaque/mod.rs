@@ -290,22 +290,38 @@ impl Key {
 
     /// FF1.Encrypt (Algorithm 7) of the ID's numerals, on their bits.
     fn permute(&self, id: u64) -> Result<u64, OpaqueError> {
-        let (mut a, mut b) = split(check(id)?);
-        for i in 0..10u8 {
-            let y = self.ff1.whole_round(&self.prefix, i, b);
-            (a, b) = (b, a.wrapping_add(y) & round_mask(i));
-        }
-        Ok(join(a, b))
+        self.map_one(id, false)
     }
 
     /// FF1.Decrypt (Algorithm 8).
     fn unpermute(&self, value: u64) -> Result<u64, OpaqueError> {
-        let (mut a, mut b) = split(check(value)?);
-        for i in (0..10u8).rev() {
-            let y = self.ff1.whole_round(&self.prefix, i, a);
-            (b, a) = (a, b.wrapping_sub(y) & round_mask(i));
+        self.map_one(value, true)
+    }
+
+    fn map_one(&self, value: u64, back: bool) -> Result<u64, OpaqueError> {
+        let (a, b) = split(check(value)?);
+        let (mut a, mut b) = ([a], [b]);
+        self.feistel(&mut a, &mut b, back);
+        Ok(join(a[0], b[0]))
+    }
+
+    /// The ten rounds over `K` IDs' halves at once (their AES blocks side by side):
+    /// Algorithm 7, or with `back` Algorithm 8.
+    fn feistel<const K: usize>(&self, a: &mut [u128; K], b: &mut [u128; K], back: bool) {
+        for round in 0..10u8 {
+            if back {
+                let i = 9 - round;
+                let ys = self.ff1.whole_rounds(&self.prefix, i, a);
+                for k in 0..K {
+                    (b[k], a[k]) = (a[k], b[k].wrapping_sub(ys[k]) & round_mask(i));
+                }
+            } else {
+                let ys = self.ff1.whole_rounds(&self.prefix, round, b);
+                for k in 0..K {
+                    (a[k], b[k]) = (b[k], a[k].wrapping_add(ys[k]) & round_mask(round));
+                }
+            }
         }
-        Ok(join(a, b))
     }
 
     /// [`permute`](Self::permute) (or, with `back`, `unpermute`) of each value in place,
@@ -320,30 +336,13 @@ impl Key {
             for (k, value) in chunk.iter().enumerate() {
                 (a[k], b[k]) = split(*value);
             }
-            for round in 0..10u8 {
-                if back {
-                    let i = 9 - round;
-                    let ys = self.ff1.whole_rounds(&self.prefix, i, &a);
-                    for k in 0..LANES {
-                        (b[k], a[k]) = (a[k], b[k].wrapping_sub(ys[k]) & round_mask(i));
-                    }
-                } else {
-                    let ys = self.ff1.whole_rounds(&self.prefix, round, &b);
-                    for k in 0..LANES {
-                        (a[k], b[k]) = (b[k], a[k].wrapping_add(ys[k]) & round_mask(round));
-                    }
-                }
-            }
+            self.feistel(&mut a, &mut b, back);
             for (k, value) in chunk.iter_mut().enumerate() {
                 *value = join(a[k], b[k]);
             }
         }
         for value in chunks.into_remainder() {
-            *value = if back {
-                self.unpermute(*value)?
-            } else {
-                self.permute(*value)?
-            };
+            *value = self.map_one(*value, back)?;
         }
         Ok(())
     }

@@ -96,14 +96,14 @@ async fn answer(
             let (text, tag) = (wants_text(headers), tag.map(str::to_owned));
             let inline = ids.len() <= OPAQUE_INLINE;
             let make = move || opaque_answer(&keys, text, tag.as_deref(), &ids);
-            if inline {
-                return make();
-            }
-            return service
-                .batches
-                .run(make)
-                .await
-                .ok_or_else(|| ApiError::unavailable("making opaque IDs panicked"))?;
+            // The pool is there whenever keys are.
+            return match &service.batches {
+                Some(pool) if !inline => pool
+                    .run(make)
+                    .await
+                    .ok_or_else(|| ApiError::unavailable("making opaque IDs panicked"))?,
+                _ => make(),
+            };
         }
     };
     let ids = ids.as_slice();
