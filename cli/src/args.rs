@@ -14,7 +14,8 @@ use uidgen::{ConfigError, IdFormat, LayoutBuilder, Preset, TimeUnit};
 #[derive(Parser)]
 #[command(
     name = "uidgen",
-    version,
+    version = crate::VERSION.as_str(),
+    propagate_version = true,
     about = "Unique, time-ordered 64-bit IDs: make them, take them apart, inspect layouts",
     after_help = "Exit status: 0 on success (also when stdout is closed early, as by head), \
                   1 when something failed, 2 for a command line that cannot be read.\n\
@@ -157,6 +158,41 @@ pub(crate) struct ServeArgs {
     /// snowflake routes).
     #[arg(long, value_name = "FILE")]
     pub(crate) tokens_file: Option<std::path::PathBuf>,
+    /// At start, wait up to SECONDS for a store that cannot be reached yet, trying every
+    /// second (0 to 3600; default 0: fail at once). Also UIDGEN_WAIT_FOR_STORE.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) wait_for_store: Option<u64>,
+    /// A fixed worker ID for the snowflake routes, still leased (default: the lowest
+    /// free one). Also UIDGEN_WORKER_ID.
+    #[arg(long, value_name = "N", conflicts_with = "pod_ordinal")]
+    pub(crate) worker_id: Option<u64>,
+    /// The worker ID is this Kubernetes StatefulSet pod's ordinal (from HOSTNAME, as
+    /// web-3 gives 3) plus --pod-ordinal-offset, still leased. Also UIDGEN_POD_ORDINAL.
+    #[arg(long)]
+    pub(crate) pod_ordinal: bool,
+    /// Added to the pod ordinal (default 0).
+    #[arg(long, value_name = "N")]
+    pub(crate) pod_ordinal_offset: Option<u64>,
+    /// Log one line per request (method, route, status, time, IDs handed out) at info.
+    #[arg(long)]
+    pub(crate) access_log: bool,
+    /// How log lines are written on stderr: text, or json (one object a line). Also
+    /// UIDGEN_LOG_FORMAT. The service logs its start at info; RUST_LOG sets the levels.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub(crate) log_format: Option<LogFormat>,
+    /// A web origin whose pages may call the service from a browser (CORS), like
+    /// https://app.example.com, or * for any (repeat for more).
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub(crate) cors_origins: Vec<String>,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Words, one event a line.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// What `segment` does.

@@ -124,17 +124,36 @@ pub(crate) fn usage_error(
     clap_message(&err, stdout, stderr)
 }
 
-/// Installs the log subscriber: `RUST_LOG` (tracing-subscriber's EnvFilter syntax),
-/// warnings by default, on stderr with passwords scrubbed, colours only on a terminal.
-/// The `log` crate is not bridged: the MySQL driver's own logs could name connection
-/// details.
-pub fn install_logging(env: Env, secrets: Arc<Secrets>, stderr: &mut dyn Write) {
+/// `uidgen --version`'s words: the version and the commit it was built from.
+pub(crate) static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (commit {})",
+        uidgen_server::VERSION,
+        uidgen_server::COMMIT
+    )
+});
+
+/// Installs the log subscriber: `RUST_LOG` (tracing-subscriber's EnvFilter syntax), by
+/// default warnings (and the service's own start, stop and access lines at info for
+/// `uidgen serve`), on stderr with passwords scrubbed, colours only on a terminal; as
+/// JSON lines with `serve --log-format json` or `UIDGEN_LOG_FORMAT=json`. Read from the
+/// arguments before they are parsed, so that the parser's own complaints are logged as
+/// asked. The `log` crate is not bridged: the MySQL driver's own logs could name
+/// connection details.
+pub fn install_logging(args: &[OsString], env: Env, secrets: Arc<Secrets>, stderr: &mut dyn Write) {
     use std::io::IsTerminal;
-    use tracing_subscriber::filter::{EnvFilter, LevelFilter};
-    let builder = EnvFilter::builder().with_default_directive(LevelFilter::WARN.into());
+    use tracing_subscriber::filter::EnvFilter;
+    let serving = args.get(1).is_some_and(|a| a == "serve");
+    let default = if serving {
+        "warn,uidgen_server=info"
+    } else {
+        "warn"
+    };
+    let builder = EnvFilter::builder();
     let wanted = env("RUST_LOG")
         .map(|v| v.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.to_owned());
     // `parse`, not `from_env_lossy`: the lossy one prints its complaints with eprintln!,
     // which panics when stderr cannot be written.
     let filter = builder.parse(&wanted).unwrap_or_else(|err| {
@@ -142,15 +161,37 @@ pub fn install_logging(env: Env, secrets: Arc<Secrets>, stderr: &mut dyn Write) 
         let mut scrubbed = scrubbed;
         report(
             &mut scrubbed,
-            &format!("uidgen: ignoring RUST_LOG ({err}); logging warnings only"),
+            &format!("uidgen: ignoring RUST_LOG ({err}); logging as by default ({default})"),
         );
-        builder.parse_lossy("")
+        builder.parse_lossy(default)
     });
+    let json = log_format(args, env).as_deref() == Some("json");
     let writer = move || Scrubbed::new(std::io::stderr(), secrets.clone());
-    // `try_init`: a second call (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_writer(writer);
+    // `try_init`: a second call (tests) keeps the first subscriber.
+    let _ = if json {
+        logs.json().with_current_span(false).try_init()
+    } else {
+        logs.with_ansi(std::io::stderr().is_terminal()).try_init()
+    };
+}
+
+/// `--log-format FORMAT` (or `--log-format=FORMAT`) among the arguments, else
+/// `UIDGEN_LOG_FORMAT`; clap checks the flag's value later.
+fn log_format(args: &[OsString], env: Env) -> Option<String> {
+    let mut args = args.iter().map(|a| a.to_string_lossy());
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            break;
+        }
+        if arg == "--log-format" {
+            return args.next().map(|v| v.to_ascii_lowercase());
+        }
+        if let Some(value) = arg.strip_prefix("--log-format=") {
+            return Some(value.to_ascii_lowercase());
+        }
+    }
+    env("UIDGEN_LOG_FORMAT").map(|v| v.to_string_lossy().trim().to_ascii_lowercase())
 }

@@ -536,3 +536,449 @@ fn a_sigterm_right_as_the_service_becomes_ready_is_not_lost() {
         );
     }
 }
+
+#[test]
+fn version_names_the_commit_on_every_command() {
+    for args in [
+        vec!["--version"],
+        vec!["serve", "--version"],
+        vec!["next", "--version"],
+    ] {
+        let out = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {stdout}");
+        assert!(
+            stdout.starts_with("uidgen")
+                && stdout.contains(&format!(" {} (commit ", env!("CARGO_PKG_VERSION"))),
+            "{args:?}: {stdout}"
+        );
+    }
+}
+
+/// The log's lines as JSON objects; a line that is not one fails the test.
+fn json_lines(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn json_logs_name_the_start_and_every_request_and_never_a_token_key_or_password() {
+    const TOKEN: &str = "log-test-token-0123456789abcdef";
+    const PASSWORD: &str = "Pw4TheLogTest9";
+    let key = "7".repeat(64);
+    // Trust authentication takes any password; the URL carries one to be kept out.
+    let url =
+        servers::postgres_url().replacen("://postgres@", &format!("://postgres:{PASSWORD}@"), 1);
+    assert!(
+        url.contains(PASSWORD),
+        "UIDGEN_POSTGRES_URL has a user other than postgres: {url}"
+    );
+    let tag = format!("log-{}", servers::random_suffix());
+    let tokens = format!("{TOKEN}=*,@opaque");
+    let keys = format!("1:{key}");
+    let server = Serve::start(
+        &[
+            "--store",
+            &url,
+            "--tag",
+            &tag,
+            "--tag-start",
+            "1",
+            "--log-format",
+            "json",
+            "--access-log",
+        ],
+        &[
+            ("UIDGEN_TOKENS", tokens.as_str()),
+            ("UIDGEN_OPAQUE_KEYS", keys.as_str()),
+        ],
+    );
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let mut asked = 0;
+    for path in [
+        format!("/v1/segment/{tag}?count=7"),
+        "/v1/snowflake?format=opaque&count=3".to_owned(),
+        "/api/snowflake/get/x".to_owned(),
+        format!("/api/segment/get/{tag}"),
+    ] {
+        let (status, body) = curl(&["-H", &bearer, &server.url(&path)]);
+        assert_eq!(status, 200, "{path}: {body}");
+        asked += 1;
+    }
+    let (status, _) = curl(&[&server.url(&format!(
+        "/tinyid/id/nextIdSimple?bizType={tag}&token={TOKEN}"
+    ))]);
+    assert_eq!(status, 200);
+    let (status, _) = curl(&[
+        "-H",
+        "Authorization: Bearer wrong-token-xxxxxxxxxxxx",
+        &server.url("/v1/snowflake"),
+    ]);
+    assert_eq!(status, 401);
+    asked += 2;
+    // A client retrying a bad token: refusals are logged at most once a second.
+    for _ in 0..20 {
+        let (status, _) = curl(&[
+            "-H",
+            "Authorization: Bearer wrong-token-xxxxxxxxxxxx",
+            &server.url("/api/snowflake/get/x"),
+        ]);
+        assert_eq!(status, 401);
+    }
+    asked += 20;
+    let (exit, stderr) = server.terminate();
+    assert!(exit.success(), "{stderr}");
+    for secret in [TOKEN, PASSWORD, key.as_str()] {
+        assert!(!stderr.contains(secret), "the log shows a secret: {stderr}");
+    }
+    let lines = json_lines(&stderr);
+    let start = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "serving")
+        .unwrap_or_else(|| panic!("no start-up line: {stderr}"));
+    let fields = &start["fields"];
+    assert_eq!(fields["version"], env!("CARGO_PKG_VERSION"), "{start}");
+    assert!(
+        fields["commit"].as_str().is_some_and(|c| !c.is_empty()),
+        "{start}"
+    );
+    assert!(
+        fields["store"]
+            .as_str()
+            .unwrap()
+            .starts_with("PostgreSQL postgres://"),
+        "{start}"
+    );
+    assert!(fields["tags"].as_str().unwrap().contains(&tag), "{start}");
+    assert!(fields["worker_id"].is_u64(), "{start}");
+    let refused: Vec<_> = lines
+        .iter()
+        .filter(|l| l["fields"]["message"] == "refused a request's token")
+        .collect();
+    assert!(
+        (1..=4).contains(&refused.len()),
+        "21 refusals, {} lines: {stderr}",
+        refused.len()
+    );
+    assert!(refused.iter().all(|l| l["level"] == "WARN"), "{stderr}");
+    let access: Vec<_> = lines
+        .iter()
+        .filter(|l| l["target"] == "uidgen_server::access")
+        .collect();
+    assert_eq!(access.len(), asked, "one access line per request: {stderr}");
+    let routes: Vec<&str> = access
+        .iter()
+        .map(|l| l["fields"]["route"].as_str().unwrap())
+        .collect();
+    assert!(
+        routes[6..].iter().all(|r| *r == "/api/snowflake/get/{key}"),
+        "{stderr}"
+    );
+    assert_eq!(
+        routes[..6],
+        [
+            "/v1/segment/{tag}",
+            "/v1/snowflake",
+            "/api/snowflake/get/{key}",
+            "/api/segment/get/{key}",
+            "/tinyid/id/nextIdSimple",
+            "/v1/snowflake"
+        ],
+        "{stderr}"
+    );
+    let handed: Vec<u64> = access
+        .iter()
+        .map(|l| l["fields"]["ids"].as_u64().unwrap())
+        .collect();
+    assert_eq!(handed[..6], [7, 3, 1, 1, 1, 0], "{stderr}");
+    assert!(handed[6..].iter().all(|n| *n == 0));
+    let statuses: Vec<u64> = access
+        .iter()
+        .map(|l| l["fields"]["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses[..6], [200, 200, 200, 200, 200, 401]);
+    assert!(statuses[6..].iter().all(|s| *s == 401));
+    assert!(access.iter().all(|l| l["fields"]["micros"].is_u64()));
+}
+
+/// Sends `signal` to the service's process.
+fn signal(server: &Serve, signal: libc::c_int) {
+    // SAFETY: kill(2) on our own child's pid; no memory is shared.
+    let sent = unsafe { libc::kill(server.pid() as libc::pid_t, signal) };
+    assert_eq!(sent, 0, "kill failed");
+}
+
+/// Polls `check` for up to 10 s.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what} within 10 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sighup_reads_tokens_and_keys_again_and_a_bad_file_keeps_the_old_set() {
+    const OLD: &str = "old-token-0123456789abcdef";
+    const NEW: &str = "new-token-0123456789abcdef";
+    let (old_key, new_key) = ("1".repeat(64), "2".repeat(64));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let (tokens, keys) = (dir.path().join("tokens"), dir.path().join("keys"));
+    std::fs::write(&tokens, format!("{OLD}=*,@opaque\n")).unwrap();
+    std::fs::write(&keys, format!("1:{old_key}\n")).unwrap();
+    let envs = [("UIDGEN_OPAQUE_KEYS_FILE", keys.to_str().unwrap())];
+    let server = Serve::start(
+        &[
+            "--store",
+            store.to_str().unwrap(),
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+        ],
+        &envs,
+    );
+    let status = |token: &str, path: &str| {
+        curl(&[
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            &server.url(path),
+        ])
+    };
+    assert_eq!(status(OLD, "/v1/snowflake").0, 200);
+    assert_eq!(status(NEW, "/v1/snowflake").0, 401);
+    let (_, body) = status(OLD, "/v1/snowflake?format=opaque");
+    let public = serde_json::from_str::<serde_json::Value>(&body).unwrap()["ids"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(public.starts_with('1'), "{public}");
+
+    // New files, then SIGHUP: the new token draws, the old one no longer; public IDs
+    // come under key 2, and one under key 1 still maps back.
+    std::fs::write(&tokens, format!("{NEW}=*,@opaque\n")).unwrap();
+    std::fs::write(&keys, format!("2:{new_key}\n1:{old_key}\n")).unwrap();
+    signal(&server, libc::SIGHUP);
+    eventually("the new token", || status(NEW, "/v1/snowflake").0 == 200);
+    assert_eq!(status(OLD, "/v1/snowflake").0, 401);
+    let (_, body) = status(NEW, "/v1/snowflake?format=opaque");
+    assert!(body.contains("\"key_version\":2"), "{body}");
+    assert_eq!(status(NEW, &format!("/v1/opaque/{public}")).0, 200);
+
+    // A file that cannot be used: the old sets keep serving, and the log says why.
+    std::fs::write(&tokens, "# nobody\n").unwrap();
+    std::fs::write(&keys, "3:not-hex\n").unwrap();
+    signal(&server, libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(status(NEW, "/v1/snowflake").0, 200);
+    assert_eq!(
+        status(
+            NEW,
+            "/v1/opaque/{public}".replace("{public}", &public).as_str()
+        )
+        .0,
+        200
+    );
+    let (_, body) = status(NEW, "/v1/snowflake?format=opaque");
+    assert!(body.contains("\"key_version\":2"), "{body}");
+
+    // SIGHUP never stopped it; SIGTERM does, gracefully.
+    let (exit, stderr) = server.terminate();
+    assert!(exit.success(), "{stderr}");
+    assert!(stderr.contains("holds no token"), "{stderr}");
+    assert!(stderr.contains("the old set keeps serving"), "{stderr}");
+    for secret in [OLD, NEW, old_key.as_str(), new_key.as_str()] {
+        assert!(!stderr.contains(secret), "{stderr}");
+    }
+}
+
+#[test]
+fn sigquit_and_sigint_stop_as_gracefully_as_sigterm() {
+    for sent in [libc::SIGQUIT, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("ids.sqlite3");
+        let store = store.to_str().unwrap();
+        let server = Serve::start(
+            &["--store", store, "--tag", "order", "--tag-start", "1"],
+            &[],
+        );
+        let (status, body) = curl(&[&server.url("/v1/segment/order?count=3")]);
+        assert_eq!(status, 200, "{body}");
+        let last = *ids_of(&body).last().unwrap();
+        signal(&server, sent);
+        let (exit, stderr) = server.wait();
+        assert!(exit.success(), "signal {sent}: {exit:?} {stderr}");
+        // The tail went back: the next run goes on right after.
+        let next = Serve::start(&["--store", store, "--tag", "order"], &[]);
+        let (_, body) = curl(&[&next.url("/v1/segment/order")]);
+        assert_eq!(ids_of(&body), vec![last + 1], "signal {sent}");
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn wait_for_store_rides_out_a_store_that_comes_up_late_and_without_it_the_start_fails() {
+    // A port nothing listens on yet: refused, as a database still starting.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (url, upstream) = relay::via(&servers::postgres_url(), port);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().to_str().unwrap();
+    let out = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &url])
+        .env("UIDGEN_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot reach"), "{stderr}");
+
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        relay::Relay::at(port, upstream)
+    });
+    let started = Instant::now();
+    let server = Serve::start(
+        &["--store", &url, "--wait-for-store", "30"],
+        &[("UIDGEN_STATE_DIR", state)],
+    );
+    let _relay = late.join().unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "ready before the store was up"
+    );
+    let (status, body) = curl(&[&server.url("/v1/snowflake?count=3")]);
+    assert_eq!(status, 200, "{body}");
+    let (exit, stderr) = server.terminate();
+    assert!(exit.success(), "{stderr}");
+    assert!(stderr.contains("trying again in 1 s"), "{stderr}");
+}
+
+/// The worker ID in a snowflake ID the service hands out, by its own decode route.
+fn served_worker_id(server: &Serve) -> (u64, u64) {
+    let (status, body) = curl(&[&server.url("/v1/snowflake")]);
+    assert_eq!(status, 200, "{body}");
+    let id = ids_of(&body)[0];
+    let (_, decoded) = curl(&[&server.url(&format!("/v1/decode/{id}"))]);
+    let decoded: serde_json::Value = serde_json::from_str(&decoded).unwrap();
+    (id, decoded["worker_id"].as_u64().unwrap())
+}
+
+#[test]
+fn a_fixed_worker_id_or_pod_ordinal_is_still_leased_and_a_restart_waits_for_its_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let store = store.to_str().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, "lease_ttl_ms = 2000\n").unwrap();
+    let config = config.to_str().unwrap();
+    let args = ["--store", store, "--config", config, "--worker-id", "7"];
+    let first = Serve::start(&args, &[]);
+    let (mut last, worker) = served_worker_id(&first);
+    assert_eq!(worker, 7);
+    for _ in 0..50 {
+        last = last.max(served_worker_id(&first).0);
+    }
+
+    // A second process on the same worker ID while the first lives: it waits out one
+    // lease TTL, then fails naming the holder.
+    let started = Instant::now();
+    let out = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "two holders of worker ID 7: {stderr}"
+    );
+    assert!(stderr.contains("is leased by"), "{stderr}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Killed without a word (a pod evicted): the next start on the same worker ID waits
+    // for the lease to lapse, then serves above every ID the first handed out.
+    signal(&first, libc::SIGKILL);
+    let _ = first.wait();
+    let restarted = Serve::start(&args, &[]);
+    let (id, worker) = served_worker_id(&restarted);
+    assert_eq!(worker, 7);
+    assert!(id > last, "{id} after {last}");
+    drop(restarted);
+
+    // A StatefulSet pod: its ordinal plus the offset.
+    let pod = Serve::start(
+        &[
+            "--store",
+            store,
+            "--config",
+            config,
+            "--pod-ordinal",
+            "--pod-ordinal-offset",
+            "100",
+        ],
+        &[("HOSTNAME", "uidgen-5")],
+    );
+    assert_eq!(served_worker_id(&pod).1, 105);
+    let out = common::clean(&mut Command::new(env!("CARGO_BIN_EXE_uidgen")))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            store,
+            "--pod-ordinal",
+        ])
+        .env("HOSTNAME", "uidgen")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("\"uidgen\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn systemd_hears_ready_once_readyz_is_200_and_stopping_on_sigterm() {
+    // A socket standing in for systemd's (Type=notify).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let server = Serve::start(
+        &["--store", store.to_str().unwrap()],
+        &[("NOTIFY_SOCKET", path.to_str().unwrap())],
+    );
+    let mut buffer = [0u8; 4096];
+    let n = socket.recv(&mut buffer).expect("a notification");
+    let said = String::from_utf8_lossy(&buffer[..n]).into_owned();
+    assert!(said.lines().any(|l| l == "READY=1"), "{said}");
+    assert_eq!(
+        curl(&[&server.url("/readyz")]).0,
+        200,
+        "READY=1 before /readyz was 200"
+    );
+    signal(&server, libc::SIGTERM);
+    let n = socket.recv(&mut buffer).expect("a notification at stop");
+    let said = String::from_utf8_lossy(&buffer[..n]).into_owned();
+    assert!(said.lines().any(|l| l == "STOPPING=1"), "{said}");
+    let (exit, stderr) = server.wait();
+    assert!(exit.success(), "{stderr}");
+}

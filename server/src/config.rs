@@ -17,7 +17,7 @@ pub const MAX_MAX_COUNT: u64 = 1_000_000;
 /// Where the service listens by default: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// The variables [`Config::load`] reads.
-pub const ENV_VARIABLES: [&str; 12] = [
+pub const ENV_VARIABLES: [&str; 18] = [
     "UIDGEN_LISTEN",
     "UIDGEN_STORE",
     "UIDGEN_LAYOUT",
@@ -30,6 +30,12 @@ pub const ENV_VARIABLES: [&str; 12] = [
     "UIDGEN_TOKENS",
     "UIDGEN_OPAQUE_KEYS_FILE",
     "UIDGEN_OPAQUE_KEYS",
+    "UIDGEN_CORS_ORIGINS",
+    "UIDGEN_ACCESS_LOG",
+    "UIDGEN_WAIT_FOR_STORE",
+    "UIDGEN_WORKER_ID",
+    "UIDGEN_POD_ORDINAL",
+    "UIDGEN_POD_ORDINAL_OFFSET",
 ];
 /// Why `create_tags` (a tag created at 1 on its first request) is refused: a store that
 /// lost a tag would have it created again behind the user's back, repeating its IDs.
@@ -127,6 +133,30 @@ pub struct Config {
     /// current key first; read at start. With keys, the native routes take
     /// `format=opaque` and `/v1/opaque/{public}` maps a public ID back.
     pub opaque_keys_file: Option<PathBuf>,
+    /// Web origins whose pages may call the service from a browser (CORS), each
+    /// `scheme://host[:port]` as browsers send it, or `*` for any (default none: browsers
+    /// refuse cross-origin answers). Preflights are answered for GET, POST and HEAD with
+    /// the `Authorization` and `Accept` headers.
+    pub cors_origins: Vec<String>,
+    /// One log line per request at info, target `uidgen_server::access`: method, route
+    /// template, status, microseconds, IDs handed out; never a query, a token or a body
+    /// (default off).
+    pub access_log: bool,
+    /// How long a start waits for a store it cannot reach (refused, no such host, no
+    /// answer), trying every second, in seconds (default 0: fail at once; at most 3,600).
+    /// `/healthz` answers meanwhile, and every other route 503 "starting".
+    pub wait_for_store_secs: u64,
+    /// A fixed worker ID for the snowflake routes (default none: the store leases the
+    /// lowest free one). Still leased: a start while another live process holds it
+    /// waits up to a lease TTL for that lease to lapse, then fails naming the holder.
+    pub worker_id: Option<u64>,
+    /// Take the worker ID from this Kubernetes StatefulSet pod's ordinal (the digits
+    /// after the last `-` of `$HOSTNAME`), plus `pod_ordinal_offset`; leased as
+    /// `worker_id` is (default off).
+    pub pod_ordinal: bool,
+    /// Added to the pod ordinal (default 0), so StatefulSets sharing a store can each
+    /// have their own range of worker IDs.
+    pub pod_ordinal_offset: u64,
     /// Connection and request limits.
     pub limits: Limits,
     /// Opaque-ID keys from `UIDGEN_OPAQUE_KEYS` or `opaque_keys_file`; never from the
@@ -137,6 +167,10 @@ pub struct Config {
     /// config file can be shown without showing a secret.
     #[serde(skip)]
     pub tokens: Tokens,
+    /// Whether the tokens and the keys came from their variables, which a reload
+    /// cannot read again (a process's environment is fixed).
+    #[serde(skip)]
+    pub(crate) secrets_from_vars: (bool, bool),
 }
 
 /// A segment tag whose IDs are its period (`yyyyMMdd` or `yyyyMM`) then a sequence that
@@ -267,7 +301,7 @@ pub struct Limits {
     pub max_connections: usize,
     /// A request body's size (default 16 KiB; 413 past it).
     pub max_body_bytes: usize,
-    /// Time given to in-flight requests on SIGTERM/SIGINT (default 10,000 ms).
+    /// Time given to in-flight requests on SIGTERM, SIGINT or SIGQUIT (default 10,000 ms).
     pub shutdown_grace_ms: u64,
 }
 
@@ -314,9 +348,16 @@ impl Default for Config {
             period_tags: Vec::new(),
             residue_tags: Vec::new(),
             opaque_keys_file: None,
+            cors_origins: Vec::new(),
+            access_log: false,
+            wait_for_store_secs: 0,
+            worker_id: None,
+            pod_ordinal: false,
+            pod_ordinal_offset: 0,
             limits: Limits::default(),
             opaque: None,
             tokens: Tokens::default(),
+            secrets_from_vars: (false, false),
         }
     }
 }
@@ -338,6 +379,12 @@ impl std::fmt::Debug for Config {
             .field("residue_tags", &self.residue_tags)
             .field("opaque", &self.opaque)
             .field("tokens", &self.tokens)
+            .field("cors_origins", &self.cors_origins)
+            .field("access_log", &self.access_log)
+            .field("wait_for_store_secs", &self.wait_for_store_secs)
+            .field("worker_id", &self.worker_id)
+            .field("pod_ordinal", &self.pod_ordinal)
+            .field("pod_ordinal_offset", &self.pod_ordinal_offset)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -444,23 +491,50 @@ impl Config {
                     config.tag_start = Some(parse_field("UIDGEN_TAG_START", &value)?)
                 }
                 // Set off, the old switch is harmless; set on, it is refused.
-                "UIDGEN_CREATE_TAGS" if !matches!(value.trim(), "" | "0" | "false") => {
+                "UIDGEN_CREATE_TAGS"
+                    if !value.trim().is_empty()
+                        && parse_bool("UIDGEN_CREATE_TAGS", &value).ok() != Some(false) =>
+                {
                     return Err(ConfigError::Invalid {
                         field: "UIDGEN_CREATE_TAGS",
                         value: value.chars().take(80).collect(),
                         limit: CREATE_TAGS_GONE.into(),
                     });
                 }
+                "UIDGEN_WAIT_FOR_STORE" => {
+                    config.wait_for_store_secs = parse_field("UIDGEN_WAIT_FOR_STORE", &value)?
+                }
+                "UIDGEN_WORKER_ID" => {
+                    config.worker_id = Some(parse_field("UIDGEN_WORKER_ID", &value)?)
+                }
+                "UIDGEN_POD_ORDINAL" => {
+                    config.pod_ordinal = parse_bool("UIDGEN_POD_ORDINAL", &value)?
+                }
+                "UIDGEN_POD_ORDINAL_OFFSET" => {
+                    config.pod_ordinal_offset = parse_field("UIDGEN_POD_ORDINAL_OFFSET", &value)?
+                }
+                "UIDGEN_ACCESS_LOG" => config.access_log = parse_bool("UIDGEN_ACCESS_LOG", &value)?,
                 "UIDGEN_ALLOW_PUBLIC" => {
-                    config.allow_public = parse_field("UIDGEN_ALLOW_PUBLIC", &value)?
+                    config.allow_public = parse_bool("UIDGEN_ALLOW_PUBLIC", &value)?
                 }
                 "UIDGEN_TOKENS_FILE" => config.tokens_file = Some(value.into()),
+                // Set but empty, as templates leave it, is unset.
+                "UIDGEN_TOKENS" if value.trim().is_empty() => {}
                 "UIDGEN_TOKENS" => tokens_var = Some(value),
                 "UIDGEN_OPAQUE_KEYS_FILE" => config.opaque_keys_file = Some(value.into()),
                 "UIDGEN_OPAQUE_KEYS" => keys_var = Some(value),
+                "UIDGEN_CORS_ORIGINS" => {
+                    config.cors_origins = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|o| !o.is_empty())
+                        .map(String::from)
+                        .collect()
+                }
                 _ => {}
             }
         }
+        config.secrets_from_vars = (tokens_var.is_some(), keys_var.is_some());
         config.opaque = read_secret(
             keys_var,
             "UIDGEN_OPAQUE_KEYS",
@@ -496,6 +570,47 @@ impl Config {
         Ok(config)
     }
 
+    /// The tokens file read again, for a reload: `None` when the tokens came from
+    /// `UIDGEN_TOKENS` or there is no file.
+    pub(crate) fn reread_tokens(&self) -> Option<Result<Tokens, ConfigError>> {
+        let file = self
+            .tokens_file
+            .as_ref()
+            .filter(|_| !self.secrets_from_vars.0)?;
+        let name = file.display().to_string();
+        Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| ConfigError::Tokens {
+                    source_name: name.clone(),
+                    problem: format!("cannot read it: {e}"),
+                })
+                .and_then(|text| Tokens::parse(&text, &name)),
+        )
+    }
+
+    /// The opaque-keys file read again, for a reload: `None` when the keys came from
+    /// `UIDGEN_OPAQUE_KEYS` or there is no file.
+    pub(crate) fn reread_keys(&self) -> Option<Result<Arc<OpaqueIds>, ConfigError>> {
+        let file = self
+            .opaque_keys_file
+            .as_ref()
+            .filter(|_| !self.secrets_from_vars.1)?;
+        let name = file.display().to_string();
+        let problem = |problem: String| ConfigError::OpaqueKeys {
+            source_name: name.clone(),
+            problem,
+        };
+        Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| problem(format!("cannot read it: {e}")))
+                .and_then(|text| {
+                    OpaqueIds::from_spec(&text)
+                        .map(Arc::new)
+                        .map_err(|e| problem(e.to_string()))
+                }),
+        )
+    }
+
     /// Checks the settings against each other: limits in range, and no public address
     /// without tokens unless `allow_public`.
     pub fn check(&self) -> Result<(), ConfigError> {
@@ -506,6 +621,29 @@ impl Config {
         };
         if self.create_tags_removed == Some(true) {
             return Err(invalid("create_tags", "true".into(), CREATE_TAGS_GONE));
+        }
+        if let (Some(id), true) = (self.worker_id, self.pod_ordinal) {
+            return Err(invalid(
+                "worker_id",
+                id.to_string(),
+                "either a fixed worker_id or pod_ordinal, not both",
+            ));
+        }
+        for origin in &self.cors_origins {
+            if !is_origin(origin) {
+                // A URL with a user part may hold a password.
+                let shown = if origin.contains('@') {
+                    "(not shown: it holds a user part)".to_owned()
+                } else {
+                    origin.chars().take(80).collect()
+                };
+                return Err(invalid(
+                    "cors_origins",
+                    shown,
+                    "* or an origin as browsers send it: http:// or https://, a host and \
+                     an optional port, no path (like https://app.example.com:8443)",
+                ));
+            }
         }
         if let Some(start) = self.tag_start {
             // A tag's counter must leave room for one range below the largest BIGINT.
@@ -521,7 +659,13 @@ impl Config {
         let limits = &self.limits;
         let step_limit = format!("1 to {}", uidgen::MAX_BASE_STEP);
         // Each numeric setting, its allowed range, and the range in words.
-        let ranges: [(&'static str, u64, RangeInclusive<u64>, &str); 10] = [
+        let ranges: [(&'static str, u64, RangeInclusive<u64>, &str); 11] = [
+            (
+                "wait_for_store_secs",
+                self.wait_for_store_secs,
+                0..=3_600,
+                "0 to 3600 seconds",
+            ),
             (
                 "max_count",
                 self.max_count,
@@ -692,7 +836,7 @@ fn read_secret(
 fn parse_problem(text: &str, error: &toml::de::Error) -> String {
     let line = error
         .span()
-        .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
     let why = error.message();
     // A message that quotes a value could quote a password.
     let why = if why.contains('@') || why.contains("://") {
@@ -703,6 +847,39 @@ fn parse_problem(text: &str, error: &toml::de::Error) -> String {
     match line {
         Some(line) => format!("line {line}: {why}"),
         None => why.to_owned(),
+    }
+}
+
+/// `*`, or `scheme://host[:port]` with an http(s) scheme and nothing after it.
+fn is_origin(origin: &str) -> bool {
+    if origin == "*" {
+        return true;
+    }
+    let Ok(uri) = origin.parse::<axum::http::Uri>() else {
+        return false;
+    };
+    matches!(uri.scheme_str(), Some("http" | "https"))
+        && uri
+            .authority()
+            .is_some_and(|a| !a.host().is_empty() && !a.as_str().contains('@'))
+        && uri
+            .path_and_query()
+            .is_none_or(|p| p.as_str().is_empty() || p.as_str() == "/")
+        && !origin.ends_with('/')
+        && axum::http::HeaderValue::from_str(origin).is_ok()
+}
+
+/// A yes or no in any common spelling, in any case: true/false, yes/no, on/off, 1/0,
+/// y/n, t/f.
+pub(crate) fn parse_bool(field: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" | "y" | "t" => Ok(true),
+        "false" | "no" | "off" | "0" | "n" | "f" => Ok(false),
+        _ => Err(ConfigError::Invalid {
+            field,
+            value: value.chars().take(80).collect(),
+            limit: "a yes or no: true/false, yes/no, on/off, 1/0 (any case)".into(),
+        }),
     }
 }
 
@@ -723,6 +900,111 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Config::load` of `toml` (as a file) and `vars`, then `check`.
+    fn load_checked(toml: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("serve.toml");
+        std::fs::write(&file, toml).unwrap();
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Config::load(Some(&file), vars).and_then(|c| c.check().map(|()| c))
+    }
+
+    #[test]
+    fn an_unknown_key_is_reported_on_its_own_line() {
+        for (toml, line) in [
+            ("max_cont = 5\n", 1),
+            (
+                "# a comment\n\nlisten = \"127.0.0.1:9000\"\nmax_cont = 5\n",
+                4,
+            ),
+            ("layout = \"default\"\n\n\n\n\n\n\n\nmax_cont = 5\n", 9),
+            ("[limits]\nmax_body_bytes = 100\nbogus = 1\n", 3),
+        ] {
+            let err = load_checked(toml, &[]).unwrap_err().to_string();
+            assert!(err.contains(&format!("line {line}:")), "{toml:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_empty_tokens_file_is_refused_saying_how_to_run_without_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        for empty in ["", "\n\n", "# nobody yet\n   \n"] {
+            std::fs::write(&file, empty).unwrap();
+            let toml = format!("tokens_file = {:?}\n", file.display().to_string());
+            let err = load_checked(&toml, &[]).unwrap_err().to_string();
+            assert!(err.contains("holds no token"), "{err}");
+            assert!(err.contains("leave out tokens_file"), "{err}");
+        }
+        // A variable set but empty is unset: the service runs with no tokens on loopback.
+        let config = load_checked("", &[("UIDGEN_TOKENS", "")]).unwrap();
+        assert!(config.tokens.is_empty());
+    }
+
+    #[test]
+    fn booleans_are_read_in_every_common_spelling() {
+        for on in [
+            "true", "TRUE", "True", "yes", "Yes", "on", "ON", "1", "y", "t",
+        ] {
+            let config = load_checked("", &[("UIDGEN_ALLOW_PUBLIC", on)]).unwrap();
+            assert!(config.allow_public, "{on}");
+            let err = load_checked("", &[("UIDGEN_CREATE_TAGS", on)]).unwrap_err();
+            assert!(
+                err.to_string().contains("UIDGEN_CREATE_TAGS"),
+                "{on}: {err}"
+            );
+        }
+        for off in [
+            "false", "FALSE", "no", "No", "off", "0", "n", "f", " false ",
+        ] {
+            let config = load_checked("", &[("UIDGEN_ALLOW_PUBLIC", off)]).unwrap();
+            assert!(!config.allow_public, "{off}");
+            assert!(
+                load_checked("", &[("UIDGEN_CREATE_TAGS", off)]).is_ok(),
+                "{off}"
+            );
+        }
+        let err = load_checked("", &[("UIDGEN_ALLOW_PUBLIC", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("yes/no") && err.contains("maybe"), "{err}");
+    }
+
+    #[test]
+    fn cors_origins_must_be_origins() {
+        let config = load_checked(
+            "",
+            &[(
+                "UIDGEN_CORS_ORIGINS",
+                "https://a.example, http://b.example:8080",
+            )],
+        )
+        .unwrap();
+        assert_eq!(
+            config.cors_origins,
+            ["https://a.example", "http://b.example:8080"]
+        );
+        assert!(load_checked("cors_origins = [\"*\"]\n", &[]).is_ok());
+        for bad in [
+            "a.example",
+            "https://a.example/",
+            "https://a.example/path",
+            "ftp://a.example",
+            "https://user:pw@a.example",
+            "https://a.example?x=1",
+            "https://",
+        ] {
+            let err = load_checked("", &[("UIDGEN_CORS_ORIGINS", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("cors_origins") && err.contains("no path"),
+                "{bad}: {err}"
+            );
+            assert!(!err.contains("pw@"), "{err}");
+        }
+    }
 
     #[test]
     fn neither_debug_nor_a_bad_file_shows_a_store_password() {

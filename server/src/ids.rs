@@ -136,6 +136,15 @@ pub struct Ids {
     /// generators for one tag).
     setting_up: tokio::sync::Mutex<()>,
     pub(crate) metrics: Metrics,
+    /// When a refused token was last logged (ms since `started`), and how many refusals
+    /// went unlogged since: a client retrying a bad token must not flood the log.
+    refusals_logged: AtomicU64,
+    refusals_quiet: AtomicU64,
+    /// The tokens requests are checked against: the config's, until a reload replaces
+    /// them whole.
+    tokens: arc_swap::ArcSwap<crate::tokens::Tokens>,
+    /// The opaque-ID keys, the same way.
+    opaque: arc_swap::ArcSwapOption<uidgen::OpaqueIds>,
     /// Where opaque batches are made (see `batch_pool`); only with opaque-ID keys.
     pub(crate) batches: Option<crate::batch_pool::BatchPool>,
     /// When the store last answered, in ms since `started` (0: never).
@@ -190,6 +199,10 @@ impl Ids {
             steps: RwLock::new(HashMap::new()),
             setting_up: tokio::sync::Mutex::new(()),
             metrics: Metrics::new(),
+            refusals_logged: AtomicU64::new(0),
+            refusals_quiet: AtomicU64::new(0),
+            tokens: arc_swap::ArcSwap::from_pointee(config.tokens.clone()),
+            opaque: arc_swap::ArcSwapOption::new(config.opaque.clone()),
             batches: config
                 .opaque
                 .is_some()
@@ -298,14 +311,56 @@ impl Ids {
         }
     }
 
-    /// The opaque-ID keys, if configured.
-    pub fn opaque(&self) -> Option<&uidgen::OpaqueIds> {
-        self.config.opaque.as_deref()
+    /// The opaque-ID keys, if configured (the ones read last: see [`Ids::reload`]).
+    pub fn opaque(&self) -> Option<Arc<uidgen::OpaqueIds>> {
+        self.opaque.load_full()
     }
 
-    /// The same, shared: for work handed to the batch pool.
-    pub(crate) fn opaque_keys(&self) -> Option<Arc<uidgen::OpaqueIds>> {
-        self.config.opaque.clone()
+    /// The tokens requests are checked against (the ones read last).
+    pub fn tokens(&self) -> arc_swap::Guard<Arc<crate::tokens::Tokens>> {
+        self.tokens.load()
+    }
+
+    /// Logs a request refused for its token, at most once a second (with how many were
+    /// refused quietly since); never the token.
+    pub(crate) fn token_refused(&self, tag: &str, why: &str) {
+        let now = self.started.elapsed().as_millis() as u64 + 1;
+        let last = self.refusals_logged.load(Ordering::Relaxed);
+        if (last != 0 && now - last.min(now) < 1000)
+            || self
+                .refusals_logged
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            self.refusals_quiet.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let quiet = self.refusals_quiet.swap(0, Ordering::Relaxed);
+        tracing::warn!(tag = %shown_tag(tag), why, refused_quietly_before = quiet, "refused a request's token");
+    }
+
+    /// Reads the tokens file and the opaque-keys file again, as SIGHUP asks. Each set is
+    /// replaced whole, so a request sees the old set or the new one, never a mix; a file
+    /// that cannot be read or used leaves its old set serving, and the error says why.
+    /// Sets that came from `UIDGEN_TOKENS` or `UIDGEN_OPAQUE_KEYS` stay as they are.
+    /// Returns what was done, a line per set.
+    pub fn reload(&self) -> Vec<Result<String, crate::ConfigError>> {
+        let mut done = Vec::new();
+        if let Some(tokens) = self.config.reread_tokens() {
+            done.push(tokens.map(|tokens| {
+                let count = tokens.len();
+                self.tokens.store(Arc::new(tokens));
+                format!("tokens: {count} read again")
+            }));
+        }
+        if let Some(keys) = self.config.reread_keys() {
+            done.push(keys.map(|keys| {
+                let version = keys.current_version();
+                self.opaque.store(Some(keys));
+                format!("opaque-ID keys read again; current key version {version}")
+            }));
+        }
+        done
     }
 
     /// The snowflake layout.
@@ -335,6 +390,41 @@ impl Ids {
         Ok(out)
     }
 
+    /// One snowflake ID, for the single-ID routes: no vector, no reference count
+    /// taken unless it has to wait.
+    pub(crate) async fn snowflake_id(&self) -> Result<u64, ApiError> {
+        let ready = self.snowflake.load().try_next_uid();
+        match ready {
+            Err(UidError::WouldBlock { .. }) => {
+                let snowflake = self.snowflake.load_full();
+                snowflake
+                    .next_uid_async()
+                    .await
+                    .map_err(|e| self.id_error(e))
+            }
+            other => other.map_err(|e| self.id_error(e)),
+        }
+    }
+
+    /// Whether `tag` can be served, as a draw would find (an unknown tag is 404), without
+    /// drawing: for HEAD.
+    pub(crate) async fn servable(&self, tag: &str) -> Result<(), ApiError> {
+        if self.periods.contains_key(tag) || self.residues.contains_key(tag) {
+            return Ok(());
+        }
+        self.segment(tag).await.map(|_| ())
+    }
+
+    /// One ID of `tag`, for the single-ID routes.
+    pub(crate) async fn segment_id(&self, tag: &str) -> Result<u64, ApiError> {
+        if self.periods.contains_key(tag) || self.residues.contains_key(tag) {
+            return Ok(self.segment_ids(tag, 1).await?[0]);
+        }
+        let generator = self.segment(tag).await?;
+        self.one(|| generator.try_next_uid(), || generator.next_uid_async())
+            .await
+    }
+
     /// `count` IDs of `tag` (in increasing order, but for a residue tag's, which come
     /// from several stores).
     pub(crate) async fn segment_ids(&self, tag: &str, count: usize) -> Result<Vec<u64>, ApiError> {
@@ -359,8 +449,21 @@ impl Ids {
         .await
     }
 
-    /// `count` IDs, each taken with `try_one` when one is ready, else awaited with
-    /// `wait_one` (which never blocks the runtime).
+    /// One ID, taken with `try_one` when one is ready, else awaited with `wait_one`
+    /// (which never blocks the runtime).
+    async fn one<F: std::future::Future<Output = Result<u64, UidError>>>(
+        &self,
+        try_one: impl Fn() -> Result<u64, UidError>,
+        wait_one: impl Fn() -> F,
+    ) -> Result<u64, ApiError> {
+        match try_one() {
+            Ok(id) => Ok(id),
+            Err(UidError::WouldBlock { .. }) => wait_one().await.map_err(|e| self.id_error(e)),
+            Err(e) => Err(self.id_error(e)),
+        }
+    }
+
+    /// `count` IDs, each as [`Ids::one`] takes it.
     async fn collect<F: std::future::Future<Output = Result<u64, UidError>>>(
         &self,
         count: usize,
@@ -369,13 +472,7 @@ impl Ids {
     ) -> Result<Vec<u64>, ApiError> {
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
-            match try_one() {
-                Ok(id) => out.push(id),
-                Err(UidError::WouldBlock { .. }) => {
-                    out.push(wait_one().await.map_err(|e| self.id_error(e))?)
-                }
-                Err(e) => return Err(self.id_error(e)),
-            }
+            out.push(self.one(&try_one, &wait_one).await?);
         }
         Ok(out)
     }
@@ -755,6 +852,20 @@ impl Ids {
     }
 }
 
+/// The worker ID the config fixes (`worker_id`, or the pod's ordinal), if it fixes one.
+pub(crate) fn fixed_worker_id(
+    config: &Config,
+    bits: &BitsAllocator,
+) -> Result<Option<u64>, StartError> {
+    if config.pod_ordinal {
+        let pod = uidgen::PodOrdinal::from_hostname().offset(config.pod_ordinal_offset);
+        return Ok(Some(
+            uidgen::WorkerIdAssigner::assign_worker_id(&pod, bits)?.worker_id,
+        ));
+    }
+    Ok(config.worker_id)
+}
+
 /// The snowflake routes' generator on a worker ID leased from `url`.
 fn build_snowflake(
     url: &StoreUrl,
@@ -768,7 +879,10 @@ fn build_snowflake(
         // clock reaches it: another is taken instead, if one is free.
         builder = builder.prefer_marks_within(Duration::from_millis(config.max_time_ahead_ms));
     }
-    let lease = builder.acquire(&bits)?;
+    let lease = match fixed_worker_id(config, &bits)? {
+        Some(id) => builder.acquire_id(&bits, id)?,
+        None => builder.acquire(&bits)?,
+    };
     let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
     if config.max_time_ahead_ms > 0 {
         builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));

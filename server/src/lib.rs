@@ -23,6 +23,13 @@
 //! # Ok(()) }
 //! ```
 
+/// This crate's version (the whole workspace's).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The commit this build is made from (`UIDGEN_COMMIT` at build time, else the
+/// checkout's, else `unknown`).
+pub const COMMIT: &str = env!("UIDGEN_COMMIT");
+
 mod batch_pool;
 mod config;
 mod error;
@@ -39,6 +46,6 @@ pub use config::{
 };
 pub use error::ApiError;
 pub use ids::{Ids, StartError, MAX_SERVED_TAGS};
-pub use listen::{run, serve, MAX_HEAD_BYTES};
+pub use listen::{run, serve, MAX_HEAD_BYTES, MAX_URI_BYTES};
 pub use routes::router;
 pub use tokens::{Access, Tokens, MAX_TOKEN_LEN, MIN_TOKEN_LEN};

@@ -3,7 +3,7 @@
 
 use crate::config::Limits;
 use crate::ids::{Ids, StartError};
-use crate::routes::router;
+use crate::routes::{guarded, Guard, Served};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -16,12 +16,18 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower::util::Either;
 use tower::ServiceExt;
 
-/// The read buffer for a request head (request line and headers), in bytes: a head that
-/// does not fit is answered 431. hyper checks between reads, so a head up to one read
-/// beyond it can still pass.
+/// The largest request head (request line and headers), in bytes: a larger one is
+/// answered 431 with a JSON body naming the limit. hyper's own read buffer is four times
+/// this (its limit is checked between reads, so one large read could pass it); only a
+/// head past that is cut off by hyper itself, with an empty 431.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// The longest request target (path and query), in bytes: a longer one is answered 414
+/// with a JSON body naming the limit.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
 
 /// Serves `ids` on `listener` until `shutdown` completes, then stops accepting, lets
 /// in-flight requests finish (up to the configured grace) and returns. Also keeps the
@@ -32,7 +38,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let limits = ids.config.limits.clone();
-    let app: Arc<OnceLock<Router>> = Arc::new(OnceLock::from(router(Arc::clone(&ids))));
+    let app: Arc<OnceLock<Guard<Served>>> = Arc::new(OnceLock::from(guarded(Arc::clone(&ids))));
     let probe = tokio::spawn(probe_store(ids));
     let served = accept_loop(listener, &limits, app, shutdown).await;
     probe.abort();
@@ -45,7 +51,7 @@ pub async fn serve(
 async fn accept_loop(
     listener: TcpListener,
     limits: &Limits,
-    app: Arc<OnceLock<Router>>,
+    app: Arc<OnceLock<Guard<Served>>>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let starting = starting();
@@ -54,7 +60,7 @@ async fn accept_loop(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout())
-        .max_buf_size(MAX_HEAD_BYTES);
+        .max_buf_size(MAX_HEAD_BYTES * 4);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -80,7 +86,10 @@ async fn accept_loop(
         let (app, starting) = (Arc::clone(&app), starting.clone());
         // Per request, so a connection opened while starting gets the full routes after.
         let dispatch = tower::service_fn(move |request: axum::extract::Request<Incoming>| {
-            let routes = app.get().cloned().unwrap_or_else(|| starting.clone());
+            let routes = match app.get() {
+                Some(app) => Either::Left(app.clone()),
+                None => Either::Right(starting.clone()),
+            };
             routes.oneshot(request)
         });
         let connection =
@@ -111,6 +120,113 @@ fn starting() -> Router {
         .fallback(|| async { crate::error::ApiError::unavailable(STARTING).into_response() })
 }
 
+/// `Ids::start`, tried again every second while the store cannot be reached, for up to
+/// `wait_for_store_secs` (routes other than /healthz answer 503 "starting" meanwhile).
+async fn start_waiting(
+    config: crate::Config,
+    addr: std::net::SocketAddr,
+) -> Result<Ids, StartError> {
+    let begun = tokio::time::Instant::now();
+    let deadline = begun + Duration::from_secs(config.wait_for_store_secs);
+    // A fixed worker ID (a restarted StatefulSet pod) may still be leased by the process
+    // before it: its lease lapses within a TTL.
+    let fixed = config.worker_id.is_some() || config.pod_ordinal;
+    let lapsed = begun + Duration::from_millis(config.lease_ttl_ms) + Duration::from_secs(2);
+    loop {
+        let attempt = config.clone();
+        let started = tokio::task::spawn_blocking(move || Ids::start(attempt))
+            .await
+            .unwrap_or_else(|_| {
+                Err(StartError::Listen {
+                    addr,
+                    source: std::io::Error::other("start-up panicked"),
+                })
+            });
+        match started {
+            Err(e) if store_unreachable(&e) && tokio::time::Instant::now() < deadline => {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tracing::warn!(error = %e, left_secs = left.as_secs(), "the store cannot be reached yet; trying again in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(StartError::WorkerId(e @ uidgen::WorkerIdError::WorkerIdHeld { .. }))
+                if fixed && tokio::time::Instant::now() < lapsed =>
+            {
+                tracing::warn!(error = %e, "the fixed worker ID is still leased; trying again in 1 s, until its lease lapses");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `error` comes from a store that could not be reached (refused, no such host,
+/// no answer in time), which waiting may cure; not a store that answered "no".
+fn store_unreachable(error: &StartError) -> bool {
+    // The store's error is held by value here (a transparent one is not in the chain of
+    // sources); anywhere else, it is looked for among the sources.
+    let held = match error {
+        StartError::WorkerId(uidgen::WorkerIdError::Store(store)) => Some(store),
+        StartError::Segment { source, .. } => match &**source {
+            uidgen::SegmentError::Store(store) => Some(store),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut found = held;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let (None, Some(e)) = (found, source) {
+        found = e.downcast_ref::<uidgen::StoreError>();
+        source = e.source();
+    }
+    matches!(
+        found,
+        Some(
+            uidgen::StoreError::Unreachable { .. }
+                | uidgen::StoreError::Resolve { .. }
+                | uidgen::StoreError::Timeout { .. }
+        )
+    )
+}
+
+/// Tells systemd (`NOTIFY_SOCKET`, set for `Type=notify` units) how the service stands;
+/// nothing without it.
+fn supervisor(states: &[sd_notify::NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(false, states) {
+        tracing::warn!(error = %e, "cannot tell systemd (NOTIFY_SOCKET) how the service stands");
+    }
+}
+
+/// The one line an operator reads first: what runs, from which commit, on which store
+/// (never its password), with which layout, worker ID and tags.
+fn log_start(ids: &Ids, bound: std::net::SocketAddr) {
+    let config = &ids.config;
+    let store = match config.store.as_deref() {
+        Some(url) => uidgen::StoreUrl::parse(url).map_or_else(
+            |_| "a store URL that cannot be read".to_owned(),
+            |url| format!("{} {url}", url.kind().name()),
+        ),
+        None => "the embedded SQLite store".to_owned(),
+    };
+    let tags: Vec<&str> = config
+        .tags
+        .iter()
+        .map(String::as_str)
+        .chain(config.period_tags.iter().map(|t| t.tag.as_str()))
+        .chain(config.residue_tags.iter().map(|t| t.tag.as_str()))
+        .collect();
+    tracing::info!(
+        version = crate::VERSION,
+        commit = crate::COMMIT,
+        listen = %bound,
+        store = %store,
+        layout = %config.layout,
+        worker_id = uidgen::UidGenerator::worker_id(&*ids.snowflake()),
+        tags = ?tags,
+        tokens = !config.tokens.is_empty(),
+        "serving"
+    );
+}
+
 /// Reads the store every second, for `/readyz` and the store latency metric.
 async fn probe_store(ids: Arc<Ids>) {
     loop {
@@ -127,10 +243,11 @@ async fn probe_store(ids: Arc<Ids>) {
 /// Runs the service as `uidgen serve` does. It listens at once: `/healthz` answers 200
 /// and everything else 503 `starting` while it opens the store, leases a worker ID,
 /// fills the ring and sets up the configured tags; then it serves every route and calls
-/// `on_ready` with the address bound (port 0 picks a free one). It serves until SIGTERM
-/// or SIGINT, then gives every tag's unused tail back and releases the worker ID with
-/// its exact time mark. A start that fails (a store that cannot be reached, no free
-/// worker ID) stops it with that error.
+/// `on_ready` with the address bound (port 0 picks a free one). It serves until SIGTERM,
+/// SIGINT or SIGQUIT (SIGHUP reads the tokens and keys files again), then gives every
+/// tag's unused tail back and releases the worker ID with its exact time mark. A start
+/// that fails (a store that cannot be reached past `wait_for_store_secs`, no free worker
+/// ID) stops it with that error.
 pub async fn run(
     config: crate::Config,
     on_ready: impl FnOnce(std::net::SocketAddr),
@@ -144,21 +261,14 @@ pub async fn run(
     let bound = listener
         .local_addr()
         .map_err(|source| StartError::Listen { addr, source })?;
-    let app: Arc<OnceLock<Router>> = Arc::default();
+    let app: Arc<OnceLock<Guard<Served>>> = Arc::default();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<Result<Arc<Ids>, StartError>>();
     let setting = Arc::clone(&app);
     tokio::spawn(async move {
-        let started = tokio::task::spawn_blocking(move || Ids::start(config))
-            .await
-            .unwrap_or_else(|_| {
-                Err(StartError::Listen {
-                    addr,
-                    source: std::io::Error::other("start-up panicked"),
-                })
-            });
+        let started = start_waiting(config, addr).await;
         let started = started.map(|ids| {
             let ids = Arc::new(ids);
-            let _ = setting.set(router(Arc::clone(&ids)));
+            let _ = setting.set(guarded(Arc::clone(&ids)));
             ids
         });
         let _ = started_tx.send(started);
@@ -174,7 +284,7 @@ pub async fn run(
         async move {
             let started = tokio::select! {
                 started = started_rx => started,
-                () = signals.recv() => return,
+                () = signals.stop(None) => return,
             };
             let ids = match started {
                 Ok(Ok(ids)) => ids,
@@ -184,11 +294,21 @@ pub async fn run(
                 }
                 Err(_) => return,
             };
-            tracing::info!(%bound, worker_id = uidgen::UidGenerator::worker_id(&*ids.snowflake()), "serving");
+            log_start(&ids, bound);
             on_ready(bound);
+            // systemd (Type=notify): ready now, as /readyz would say.
+            supervisor(&[
+                sd_notify::NotifyState::Ready,
+                sd_notify::NotifyState::Status(&format!("serving on {bound}")),
+            ]);
             let probe = tokio::spawn(probe_store(Arc::clone(&ids)));
+            let serving = Arc::clone(&ids);
             *ids_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
-            signals.recv().await;
+            signals.stop(Some(&serving)).await;
+            supervisor(&[
+                sd_notify::NotifyState::Stopping,
+                sd_notify::NotifyState::Status("stopping: finishing requests, giving ranges back"),
+            ]);
             probe.abort();
             let _ = probe.await;
         }
@@ -214,12 +334,24 @@ pub async fn run(
     Ok(())
 }
 
-/// SIGTERM and SIGINT, listened for from creation on.
+/// SIGTERM, SIGINT, SIGQUIT and SIGHUP, listened for from creation on.
 struct Signals {
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    quit: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
+}
+
+/// What a signal asks.
+enum Signal {
+    /// SIGTERM, SIGINT or SIGQUIT: stop gracefully.
+    Stop,
+    /// SIGHUP: read the tokens and keys files again.
+    Reload,
 }
 
 impl Signals {
@@ -230,20 +362,62 @@ impl Signals {
             Ok(Self {
                 term: signal(SignalKind::terminate())?,
                 interrupt: signal(SignalKind::interrupt())?,
+                quit: signal(SignalKind::quit())?,
+                hangup: signal(SignalKind::hangup())?,
             })
         }
         #[cfg(not(unix))]
         Ok(Self {})
     }
 
-    /// The next SIGTERM or SIGINT (one that came since `new` counts).
-    async fn recv(&mut self) {
+    /// The next signal (one that came since `new` counts).
+    async fn recv(&mut self) -> Signal {
         #[cfg(unix)]
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.interrupt.recv() => {}
+            _ = self.term.recv() => Signal::Stop,
+            _ = self.interrupt.recv() => Signal::Stop,
+            _ = self.quit.recv() => Signal::Stop,
+            _ = self.hangup.recv() => Signal::Reload,
         }
         #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            Signal::Stop
+        }
+    }
+
+    /// The next stop signal; a SIGHUP before it reloads `ids`, when there are any yet.
+    async fn stop(&mut self, ids: Option<&Arc<Ids>>) {
+        loop {
+            match self.recv().await {
+                Signal::Stop => return,
+                Signal::Reload => match ids {
+                    Some(ids) => reload(Arc::clone(ids)).await,
+                    None => tracing::warn!("SIGHUP while starting: nothing to read again yet"),
+                },
+            }
+        }
+    }
+}
+
+/// Reads the tokens and keys files again (file reads: off the async threads), and logs
+/// what came of it; never a token or a key.
+async fn reload(ids: Arc<Ids>) {
+    let done = tokio::task::spawn_blocking(move || ids.reload()).await;
+    match done {
+        Ok(done) if done.is_empty() => tracing::warn!(
+            "SIGHUP: nothing to read again (tokens and keys from variables, or none configured)"
+        ),
+        Ok(done) => {
+            for result in done {
+                match result {
+                    Ok(what) => tracing::info!("SIGHUP: {what}"),
+                    Err(e) => tracing::warn!(error = %e, "SIGHUP: the old set keeps serving"),
+                }
+            }
+        }
+        Err(_) => {
+            tracing::warn!("SIGHUP: reading the files again panicked; the old sets keep serving")
+        }
     }
 }

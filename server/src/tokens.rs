@@ -84,7 +84,8 @@ impl Tokens {
             if tags.is_empty() {
                 return Err(problem(n, "no tags after '=' (use * for every tag)"));
             }
-            let tags = (!tags.iter().any(|t| t == "*")).then_some(tags);
+            // `*` alone is every tag; beside names (`*,@opaque`) it keeps them.
+            let tags = (tags != ["*"]).then_some(tags);
             if entries.iter().any(|e: &Entry| e.token == token.as_bytes()) {
                 return Err(problem(n, "the same token twice"));
             }
@@ -93,7 +94,22 @@ impl Tokens {
                 tags,
             });
         }
+        if entries.is_empty() {
+            // An empty file must not quietly mean "no authentication".
+            return Err(ConfigError::Tokens {
+                source_name: source.to_owned(),
+                problem: "it holds no token (only blank lines or comments). To run without \
+                          tokens, leave out tokens_file and UIDGEN_TOKENS: the service then \
+                          listens on loopback only, unless allow_public is set"
+                    .to_owned(),
+            });
+        }
         Ok(Self { entries })
+    }
+
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
     }
 
     /// Whether no token is configured (the service is open).
@@ -125,7 +141,12 @@ impl Tokens {
             Some(Entry { tags: None, .. }) if tag != OPAQUE_GRANT => Access::Granted,
             Some(Entry {
                 tags: Some(tags), ..
-            }) if tags.iter().any(|t| t == tag) => Access::Granted,
+            }) if tags
+                .iter()
+                .any(|t| t == tag || (t == "*" && tag != OPAQUE_GRANT)) =>
+            {
+                Access::Granted
+            }
             Some(_) => Access::Forbidden,
         }
     }
@@ -134,6 +155,7 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SNOWFLAKE_GRANT;
 
     const A: &str = "aaaaaaaaaaaaaaaa-order";
     const B: &str = "bbbbbbbbbbbbbbbb-all";
@@ -149,6 +171,11 @@ mod tests {
         assert_eq!(tokens.access(Some(B), "@snowflake"), Access::Granted);
         // Mapping public IDs back is granted by name only.
         assert_eq!(tokens.access(Some(B), "@opaque"), Access::Forbidden);
+        // `*` beside a name keeps the name: every tag, and mapping public IDs back.
+        let both = Tokens::parse(&format!("{A}=*,@opaque"), "test").unwrap();
+        for tag in ["order", SNOWFLAKE_GRANT, OPAQUE_GRANT] {
+            assert_eq!(both.access(Some(A), tag), Access::Granted, "{tag}");
+        }
         let named = Tokens::parse(&format!("{A}=@opaque"), "test").unwrap();
         assert_eq!(named.access(Some(A), "@opaque"), Access::Granted);
         assert_eq!(

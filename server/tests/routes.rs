@@ -219,7 +219,8 @@ fn hostile_requests_get_a_4xx_naming_the_problem_and_the_limit() {
     );
     assert_eq!(body["data"], Value::Null);
 
-    let long_tag = "t".repeat(10 * 1024);
+    // Under the 8 KiB target limit (a longer one is a 414: tests/http.rs).
+    let long_tag = "t".repeat(4 * 1024);
     let answer = get(&server, &format!("/v1/segment/{long_tag}"));
     assert_eq!(answer.status, 400, "{}", answer.body);
     assert!(

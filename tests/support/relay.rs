@@ -27,7 +27,15 @@ pub struct Relay {
 
 impl Relay {
     pub fn to(upstream: std::net::SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Self::listening(TcpListener::bind("127.0.0.1:0").unwrap(), upstream)
+    }
+
+    /// A relay on `addr` (a port that was free), as a server that comes up late.
+    pub fn at(addr: std::net::SocketAddr, upstream: std::net::SocketAddr) -> Self {
+        Self::listening(TcpListener::bind(addr).unwrap(), upstream)
+    }
+
+    fn listening(listener: TcpListener, upstream: std::net::SocketAddr) -> Self {
         let relay = Relay {
             addr: listener.local_addr().unwrap(),
             mode: Arc::new(AtomicU8::new(UP)),

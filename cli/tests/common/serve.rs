@@ -71,12 +71,21 @@ impl Serve {
         self.base.rsplit(':').next().unwrap()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then the exit status (within 15 s).
-    pub fn terminate(mut self) -> (std::process::ExitStatus, String) {
+    pub fn terminate(self) -> (std::process::ExitStatus, String) {
         // SAFETY: kill(2) on our own child's pid; no memory is shared.
         unsafe {
             libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
         }
+        self.wait()
+    }
+
+    /// The exit status (within 15 s) and stderr, once a signal sent elsewhere stops it.
+    pub fn wait(mut self) -> (std::process::ExitStatus, String) {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -86,7 +95,7 @@ impl Serve {
             }
             assert!(
                 Instant::now() < deadline,
-                "uidgen serve did not exit within 15 s of SIGTERM"
+                "uidgen serve did not exit within 15 s of the signal"
             );
             std::thread::sleep(Duration::from_millis(20));
         }

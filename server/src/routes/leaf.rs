@@ -3,12 +3,13 @@
 //! (Leaf's status for failures) with a JSON body naming the problem, or 401/403 for
 //! tokens.
 
-use super::{authorize, bearer, json_ok, Params};
+use super::{authorize, json_ok, read_id, Asks, Params};
 use crate::config::SNOWFLAKE_GRANT;
-use crate::error::{shown_tag, ApiError};
+use crate::error::ApiError;
 use crate::ids::Ids;
+use crate::metrics::Route;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use std::sync::Arc;
 
@@ -26,25 +27,40 @@ fn as_leaf(e: ApiError) -> ApiError {
 /// `GET /api/segment/get/{key}`: the next ID of segment tag `key`.
 pub(super) async fn segment(
     State(ids): State<Arc<Ids>>,
+    method: Method,
     Path(key): Path<String>,
-    headers: HeaderMap,
-) -> Result<String, ApiError> {
-    authorize(&ids, bearer(&headers), &key).map_err(as_leaf)?;
-    let id = ids.segment_ids(&key, 1).await.map_err(as_leaf)?[0];
-    ids.metrics.served("leaf", &key, 1);
-    Ok(id.to_string())
+    asks: Asks,
+) -> Result<Response, ApiError> {
+    authorize(&ids, asks.bearer(), &key).map_err(as_leaf)?;
+    if method == Method::HEAD {
+        ids.servable(&key).await.map_err(as_leaf)?;
+        return Ok(super::head(super::TEXT));
+    }
+    let id = ids.segment_id(&key).await.map_err(as_leaf)?;
+    ids.metrics.served(Route::Leaf, &key, 1);
+    Ok(super::handed_out(&ids, decimal(id), 1))
 }
 
 /// `GET /api/snowflake/get/{key}`: the next snowflake ID (`key` is not used, as in Leaf).
 pub(super) async fn snowflake(
     State(ids): State<Arc<Ids>>,
-    Path(_key): Path<String>,
-    headers: HeaderMap,
-) -> Result<String, ApiError> {
-    authorize(&ids, bearer(&headers), SNOWFLAKE_GRANT).map_err(as_leaf)?;
-    let id = ids.snowflake_ids(1).await.map_err(as_leaf)?[0];
-    ids.metrics.served("leaf", SNOWFLAKE_GRANT, 1);
-    Ok(id.to_string())
+    method: Method,
+    // No `Path` extractor: the key is not read, and decoding it is a tenth of the route's work.
+    asks: Asks,
+) -> Result<Response, ApiError> {
+    authorize(&ids, asks.bearer(), SNOWFLAKE_GRANT).map_err(as_leaf)?;
+    if method == Method::HEAD {
+        return Ok(super::head(super::TEXT));
+    }
+    let id = ids.snowflake_id().await.map_err(as_leaf)?;
+    ids.metrics.served(Route::Leaf, SNOWFLAKE_GRANT, 1);
+    Ok(super::handed_out(&ids, decimal(id), 1))
+}
+
+/// An ID as Leaf answers it: a decimal, as text.
+fn decimal(id: u64) -> Response {
+    let digits = itoa::Buffer::new().format(id).as_bytes().to_vec();
+    super::bytes(StatusCode::OK, super::TEXT, digits)
 }
 
 /// Leaf's decoded ID, fields in its order.
@@ -65,20 +81,14 @@ pub(super) async fn decode(
     State(ids): State<Arc<Ids>>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = Params::from_parts(query.as_deref(), b"");
+    let params = Params::from_parts(query.as_deref(), b"")?;
     let Some(raw) = params.get("snowflakeId") else {
         return Err(ApiError::bad_request(
             "the snowflakeId parameter is missing",
             "?snowflakeId=<a decimal ID>",
         ));
     };
-    let layout = ids.layout();
-    let parts = layout.parse_str(raw).map_err(|e| {
-        ApiError::bad_request(
-            format!("snowflakeId {} cannot be read: {e}", shown_tag(raw)),
-            format!("a decimal from 0 to {}", ids.layout().max_uid()),
-        )
-    })?;
+    let parts = read_id(&ids, "snowflakeId", raw)?;
     let time = chrono::DateTime::from_timestamp_millis(parts.timestamp_millis as i64)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
         .unwrap_or_default();

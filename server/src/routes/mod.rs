@@ -1,20 +1,29 @@
 //! The HTTP routes: Leaf's, Tinyid's, the native API and operations, on one `Router`.
 
+mod guard;
+mod hot;
 mod leaf;
 mod native;
 mod ops;
 mod tinyid;
 
-use crate::error::ApiError;
+use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
+pub(crate) use guard::Guard;
+use guard::GuardLayer;
+pub(crate) use hot::App;
+use std::convert::Infallible;
 use std::sync::Arc;
-use tower::util::MapResponseLayer;
+use tower::util::Either;
+use tower::Layer;
+use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
 
 /// Every route of the service over `ids`, with the request timeout and body limit of
 /// its config. Mount it in your own axum app, or serve it with [`crate::serve`].
@@ -29,7 +38,107 @@ use tower_http::timeout::TimeoutLayer;
 /// # let _ = app; Ok(()) }
 /// ```
 pub fn router(ids: Arc<Ids>) -> Router {
+    let guard = GuardLayer::new(ids.config.limits.request_timeout(), Some(Arc::clone(&ids)));
+    let cors = cors(&ids.config.cors_origins);
+    let routes = routes(ids).layer(guard);
+    match cors {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    }
+}
+
+/// What `uidgen serve` runs: the routes, the single-ID ones taken first, with CORS
+/// headers where origins are configured.
+pub(crate) type Served = Either<Cors<App>, App>;
+
+/// The routes in their guard, as `uidgen serve` runs them: the same answers as
+/// [`router`], with one guard around the whole router instead of one around each route,
+/// and the single-ID routes taken before the router.
+pub(crate) fn guarded(ids: Arc<Ids>) -> Guard<Served> {
+    let guard = GuardLayer::new(ids.config.limits.request_timeout(), Some(Arc::clone(&ids)));
+    let app = App::new(routes(Arc::clone(&ids)), Arc::clone(&ids));
+    guard.layer(match cors(&ids.config.cors_origins) {
+        Some(cors) => Either::Left(cors.layer(app)),
+        None => Either::Right(app),
+    })
+}
+
+/// Every route's template, as the duration metric and the access log name it; the last
+/// stands for any other path (a 404), so that no path a client makes up becomes a label.
+pub(crate) const ROUTE_TEMPLATES: [&str; 16] = [
+    "/v1/snowflake",
+    "/v1/segment/{tag}",
+    "/v1/segment/{tag}/range",
+    "/v1/decode/{id}",
+    "/v1/opaque/{public}",
+    "/api/segment/get/{key}",
+    "/api/snowflake/get/{key}",
+    "/decodeSnowflakeId",
+    "/tinyid/id/nextId",
+    "/tinyid/id/nextIdSimple",
+    "/tinyid/id/nextSegmentId",
+    "/tinyid/id/nextSegmentIdSimple",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "(other)",
+];
+
+/// The index in [`ROUTE_TEMPLATES`] of the route that answers `path`, as the router
+/// matches it.
+pub(crate) fn route_index(path: &str) -> usize {
+    let one_segment = |rest: &str| !rest.is_empty() && !rest.contains('/');
+    let exact = |template: &str| ROUTE_TEMPLATES.iter().position(|t| *t == template);
+    let other = ROUTE_TEMPLATES.len() - 1;
+    if let Some(rest) = path.strip_prefix("/v1/segment/") {
+        return match rest.strip_suffix("/range") {
+            Some(tag) if one_segment(tag) => 2,
+            _ if one_segment(rest) => 1,
+            _ => other,
+        };
+    }
+    for (prefix, index) in [
+        ("/v1/decode/", 3),
+        ("/v1/opaque/", 4),
+        ("/api/segment/get/", 5),
+        ("/api/snowflake/get/", 6),
+    ] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            return if one_segment(rest) { index } else { other };
+        }
+    }
+    match exact(path) {
+        Some(index) if !path.contains('{') && index != other => index,
+        _ => other,
+    }
+}
+
+/// The CORS layer for `origins` (checked by `Config::check`), none without origins.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allowed = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allowed)
+            .allow_methods([Method::GET, Method::POST, Method::HEAD])
+            .allow_headers([header::AUTHORIZATION, header::ACCEPT, header::CONTENT_TYPE])
+            .max_age(std::time::Duration::from_secs(600)),
+    )
+}
+
+/// The routes alone, without the time limit and the count of refused answers.
+fn routes(ids: Arc<Ids>) -> Router {
     let limits = ids.config.limits.clone();
+    // Only Tinyid's routes read a body (a form), so only they pay for the limit's wrapper.
+    let with_form = |route: MethodRouter<Arc<Ids>>| {
+        route.layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
+    };
     Router::new()
         .route("/v1/snowflake", get(native::snowflake))
         .route("/v1/segment/{tag}", get(native::segment))
@@ -39,28 +148,33 @@ pub fn router(ids: Arc<Ids>) -> Router {
         .route("/api/segment/get/{key}", get(leaf::segment))
         .route("/api/snowflake/get/{key}", get(leaf::snowflake))
         .route("/decodeSnowflakeId", get(leaf::decode))
-        .route("/tinyid/id/nextId", any(tinyid::next_id))
-        .route("/tinyid/id/nextIdSimple", any(tinyid::next_id_simple))
-        .route("/tinyid/id/nextSegmentId", any(tinyid::next_segment_id))
+        .route("/tinyid/id/nextId", with_form(any(tinyid::next_id)))
+        .route(
+            "/tinyid/id/nextIdSimple",
+            with_form(any(tinyid::next_id_simple)),
+        )
+        .route(
+            "/tinyid/id/nextSegmentId",
+            with_form(any(tinyid::next_segment_id)),
+        )
         .route(
             "/tinyid/id/nextSegmentIdSimple",
-            any(tinyid::next_segment_id_simple),
+            with_form(any(tinyid::next_segment_id_simple)),
         )
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .fallback(not_found)
-        .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            limits.request_timeout(),
-        ))
-        // Outermost, so the timeout's 408 and the body limit's 413 are counted too.
-        .layer(MapResponseLayer::new({
-            let ids = Arc::clone(&ids);
-            move |response: Response| count_refused(&ids, response)
-        }))
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(ids)
+}
+
+async fn method_not_allowed(method: Method) -> ApiError {
+    let shown: String = method.as_str().chars().take(32).collect();
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("this route does not take {shown}: the Allow header lists what it takes"),
+    )
 }
 
 async fn not_found() -> ApiError {
@@ -72,33 +186,27 @@ async fn not_found() -> ApiError {
     )
 }
 
-/// Counts answers that refused or failed, by status.
-fn count_refused(ids: &Ids, response: Response) -> Response {
-    let status = response.status();
-    if status.is_client_error() || status.is_server_error() {
-        ids.metrics
-            .refused
-            .get_or_create(&crate::metrics::StatusLabel {
-                status: status.as_u16(),
-            })
-            .inc();
-    }
-    response
-}
-
-/// A request's query (and form body) parameters; the first of a repeated name wins.
+/// A request's query (and form body) parameters, each given once.
 #[derive(Debug, Default)]
 pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {
-    pub(crate) fn from_parts(query: Option<&str>, body: &[u8]) -> Self {
+    /// The parameters of the query and the form body together; a name given twice
+    /// (`count=1&count=5`, or in both) is a 400 naming it, never a silent choice.
+    pub(crate) fn from_parts(query: Option<&str>, body: &[u8]) -> Result<Self, ApiError> {
         let mut all: Vec<(String, String)> = Vec::new();
         for source in [query.unwrap_or("").as_bytes(), body] {
-            all.extend(
-                form_urlencoded::parse(source).map(|(k, v)| (k.into_owned(), v.into_owned())),
-            );
+            for (name, value) in form_urlencoded::parse(source) {
+                if all.iter().any(|(seen, _)| *seen == name) {
+                    return Err(ApiError::bad_request(
+                        format!("the parameter {} is given more than once", shown_tag(&name)),
+                        "each parameter once (in the query or the form body)",
+                    ));
+                }
+                all.push((name.into_owned(), value.into_owned()));
+            }
         }
-        Self(all)
+        Ok(Self(all))
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
@@ -106,6 +214,29 @@ impl Params {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An ID of this service's layout in any form the service writes: decimal, or the hex,
+/// base62 and base32 of `format=` (told apart as `uidgen parse` does).
+pub(crate) fn read_id(ids: &Ids, name: &str, raw: &str) -> Result<uidgen::UidParts, ApiError> {
+    let layout = ids.layout();
+    let refused = |e: &dyn std::fmt::Display| {
+        ApiError::bad_request(
+            format!("{name} {} is not an ID of this layout: {e}", shown_tag(raw)),
+            format!(
+                "a decimal from 0 to {}, or its hex, base62 or base32 form",
+                layout.max_uid()
+            ),
+        )
+    };
+    let text = raw.trim();
+    match uidgen::IdFormat::detect(text) {
+        Some(format) if format != uidgen::IdFormat::Decimal => {
+            let id = format.decode(text).map_err(|e| refused(&e))?;
+            layout.parse(id).map_err(|e| refused(&e))
+        }
+        _ => layout.parse_str(raw).map_err(|e| refused(&e)),
     }
 }
 
@@ -130,31 +261,92 @@ pub(crate) fn parse_count(ids: &Ids, name: &str, raw: Option<&str>) -> Result<us
     Ok(value as usize)
 }
 
-/// The bearer token of a request, if it sent one.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+/// The two headers an ID route reads: the bearer token and what the client accepts.
+/// Taken out of the request's headers by reference (axum's `HeaderMap` extractor copies
+/// every header, a sixth of a single-ID request's work).
+#[derive(Debug, Default)]
+pub(crate) struct Asks {
+    authorization: Option<HeaderValue>,
+    accept: Option<HeaderValue>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Asks {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
+        Ok(Self::from_headers(&parts.headers))
+    }
+}
+
+impl Asks {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Self {
+        Self {
+            authorization: headers.get(header::AUTHORIZATION).cloned(),
+            accept: headers.get(header::ACCEPT).cloned(),
+        }
+    }
+
+    /// The bearer token of a request, if it sent one.
+    pub(crate) fn bearer(&self) -> Option<&str> {
+        let value = self.authorization.as_ref()?.to_str().ok()?;
+        let (scheme, token) = value.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    }
+
+    /// The request's `Accept` header, if it sent one that is text.
+    pub(crate) fn accept(&self) -> Option<&str> {
+        self.accept.as_ref()?.to_str().ok()
+    }
 }
 
 /// Refuses a request whose token may not draw `tag`.
 pub(crate) fn authorize(ids: &Ids, token: Option<&str>, tag: &str) -> Result<(), ApiError> {
-    match ids.config.tokens.access(token, tag) {
+    match ids.tokens().access(token, tag) {
         crate::tokens::Access::Open | crate::tokens::Access::Granted => Ok(()),
-        crate::tokens::Access::Unknown => Err(ApiError::unauthorized()),
-        crate::tokens::Access::Forbidden => Err(ApiError::forbidden(tag)),
+        crate::tokens::Access::Unknown => {
+            ids.token_refused(tag, "no token, or one this service does not know");
+            Err(ApiError::unauthorized())
+        }
+        crate::tokens::Access::Forbidden => {
+            ids.token_refused(tag, "a token not granted this tag");
+            Err(ApiError::forbidden(tag))
+        }
     }
+}
+
+/// The content types of the answers.
+pub(crate) const TEXT: &str = "text/plain; charset=utf-8";
+pub(crate) const JSON: &str = "application/json";
+
+/// An answer of `content_type`, built directly: axum's tuple responses go through
+/// several conversions, a tenth of a single-ID request's work.
+pub(crate) fn bytes(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response {
+    let mut response = Response::new(axum::body::Body::from(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// Notes on `response` how many IDs it hands out, for the access log (only when the log
+/// is on: an extension costs an allocation).
+pub(crate) fn handed_out(ids: &Ids, mut response: Response, count: u64) -> Response {
+    if ids.config.access_log {
+        response.extensions_mut().insert(guard::HandedOut(count));
+    }
+    response
+}
+
+/// The answer to HEAD on a route that hands out IDs: the status and content type GET
+/// would give, and no ID drawn (HEAD is for probes and caches, not for using up IDs).
+pub(crate) fn head(content_type: &'static str) -> Response {
+    bytes(StatusCode::OK, content_type, Vec::new())
 }
 
 /// A text answer.
 pub(crate) fn text(status: StatusCode, body: String) -> Response {
-    use axum::response::IntoResponse;
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body,
-    )
-        .into_response()
+    bytes(status, TEXT, body.into_bytes())
 }
 
 /// A 200 with `body` as JSON.
@@ -167,6 +359,42 @@ pub(crate) fn json_ok<T: serde::Serialize>(body: &T) -> Response {
 
 /// A JSON answer.
 pub(crate) fn json(status: StatusCode, body: String) -> Response {
-    use axum::response::IntoResponse;
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    bytes(status, JSON, body.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path the template matches: each `{name}` replaced by `x1`.
+    pub(crate) fn concrete(template: &str) -> String {
+        template
+            .split('/')
+            .map(|part| if part.starts_with('{') { "x1" } else { part })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    #[test]
+    fn every_path_is_named_by_its_route_and_nothing_else_becomes_a_label() {
+        let other = ROUTE_TEMPLATES.len() - 1;
+        for (index, template) in ROUTE_TEMPLATES[..other].iter().enumerate() {
+            assert_eq!(route_index(&concrete(template)), index, "{template}");
+        }
+        for path in [
+            "/",
+            "/v1/segment/",
+            "/v1/segment/a/b",
+            "/v1/segment//range",
+            "/v1/segment/a/b/range",
+            "/api/segment/get/",
+            "/api/snowflake/get/a/b",
+            "/v1/decode/",
+            "/v1/snowflakes",
+            "(other)",
+            "/metrics/",
+        ] {
+            assert_eq!(route_index(path), other, "{path}");
+        }
+    }
 }

@@ -1,30 +1,19 @@
 //! uidgen's own API: batches, IDs as strings and numbers, ranges, decoding.
 
-use super::{authorize, bearer, json_ok, parse_count, text, Params};
+use super::{
+    authorize, bytes, handed_out, head, json_ok, parse_count, read_id, text, Asks, Params, JSON,
+    TEXT,
+};
 use crate::config::{OPAQUE_GRANT, SNOWFLAKE_GRANT};
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
+use crate::metrics::Route;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use std::sync::Arc;
 use uidgen::IdFormat;
-
-/// IDs as strings in one form, for clients (JavaScript) that lose digits above 2^53.
-struct AsStrings<'a>(&'a [u64], IdFormat);
-
-impl Serialize for AsStrings<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
-        for id in self.0 {
-            seq.serialize_element(self.1.encode_into(*id, &mut buffer))?;
-        }
-        seq.end()
-    }
-}
 
 /// How the answer writes IDs: numbers with strings in one form, or opaque public IDs
 /// only (never beside the numbers they hide).
@@ -44,7 +33,7 @@ const OPAQUE_INLINE: usize = 64;
 fn format_of(ids: &Ids, params: &Params) -> Result<Form, ApiError> {
     match params.get("format") {
         None => Ok(Form::Plain(IdFormat::Decimal)),
-        Some("opaque") => ids.opaque_keys().map(Form::Opaque).ok_or_else(|| {
+        Some("opaque") => ids.opaque().map(Form::Opaque).ok_or_else(|| {
             ApiError::bad_request(
                 "format = \"opaque\" cannot be used: this service has no opaque-ID keys",
                 "decimal, hex, base62 or base32 (opaque needs UIDGEN_OPAQUE_KEYS or \
@@ -72,20 +61,11 @@ struct OpaqueBody<'a> {
     ids: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct IdsBody<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tag: Option<&'a str>,
-    count: usize,
-    ids: &'a [u64],
-    ids_str: AsStrings<'a>,
-}
-
 /// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
 /// `form`.
 async fn answer(
     service: &Ids,
-    headers: &HeaderMap,
+    as_text: bool,
     tag: Option<&str>,
     ids: Vec<u64>,
     form: Form,
@@ -93,9 +73,9 @@ async fn answer(
     let format = match form {
         Form::Plain(format) => format,
         Form::Opaque(keys) => {
-            let (text, tag) = (wants_text(headers), tag.map(str::to_owned));
+            let tag = tag.map(str::to_owned);
             let inline = ids.len() <= OPAQUE_INLINE;
-            let make = move || opaque_answer(&keys, text, tag.as_deref(), &ids);
+            let make = move || opaque_answer(&keys, as_text, tag.as_deref(), &ids);
             // The pool is there whenever keys are.
             return match &service.batches {
                 Some(pool) if !inline => pool
@@ -107,22 +87,80 @@ async fn answer(
         }
     };
     let ids = ids.as_slice();
-    if wants_text(headers) {
-        let mut body = String::with_capacity(ids.len() * 20);
-        let mut buffer = [0u8; uidgen::MAX_ENCODED_LEN];
+    if as_text {
+        let mut body = Vec::with_capacity(ids.len() * 20);
+        let mut digits = IdDigits::new(format);
         for id in ids {
-            body.push_str(format.encode_into(*id, &mut buffer));
-            body.push('\n');
+            body.extend_from_slice(digits.encode(*id));
+            body.push(b'\n');
         }
-        return Ok(text(StatusCode::OK, body));
+        return Ok(bytes(StatusCode::OK, TEXT, body));
     }
-    let body = IdsBody {
-        tag,
-        count: ids.len(),
-        ids,
-        ids_str: AsStrings(ids, format),
-    };
-    Ok(json_ok(&body))
+    Ok(bytes(StatusCode::OK, JSON, ids_json(tag, ids, format)))
+}
+
+/// Writes IDs in one form: decimal with `itoa` (the generic radix code divides by a
+/// radix it reads at run time, several times slower for the common form).
+struct IdDigits {
+    format: IdFormat,
+    decimal: itoa::Buffer,
+    other: [u8; uidgen::MAX_ENCODED_LEN],
+}
+
+impl IdDigits {
+    fn new(format: IdFormat) -> Self {
+        Self {
+            format,
+            decimal: itoa::Buffer::new(),
+            other: [0; uidgen::MAX_ENCODED_LEN],
+        }
+    }
+
+    fn encode(&mut self, id: u64) -> &[u8] {
+        match self.format {
+            IdFormat::Decimal => self.decimal.format(id).as_bytes(),
+            format => format.encode_into(id, &mut self.other).as_bytes(),
+        }
+    }
+}
+
+/// `{"tag":…,"count":N,"ids":[…],"ids_str":["…"]}` (no `tag` for snowflake IDs), the
+/// strings in `format` for clients (JavaScript) that lose digits above 2^53. Written by
+/// hand, not by serde: IDs are numbers and their strings digits and letters, so only
+/// the tag needs JSON's escaping, and serde's general path was a sixth of a single-ID
+/// request's work.
+fn ids_json(tag: Option<&str>, ids: &[u64], format: IdFormat) -> Vec<u8> {
+    let mut out = Vec::with_capacity(48 + tag.map_or(0, str::len) + ids.len() * 44);
+    out.push(b'{');
+    if let Some(tag) = tag {
+        out.extend_from_slice(b"\"tag\":");
+        // Writing a string to a vector cannot fail.
+        let _ = serde_json::to_writer(&mut out, tag);
+        out.push(b',');
+    }
+    let mut count = itoa::Buffer::new();
+    out.extend_from_slice(b"\"count\":");
+    out.extend_from_slice(count.format(ids.len()).as_bytes());
+    out.extend_from_slice(b",\"ids\":[");
+    let mut decimal = IdDigits::new(IdFormat::Decimal);
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(decimal.encode(*id));
+    }
+    out.extend_from_slice(b"],\"ids_str\":[");
+    let mut digits = IdDigits::new(format);
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(digits.encode(*id));
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"]}");
+    out
 }
 
 /// Public IDs only: `{"count","key_version","ids":[…]}`, or one a line (`as_text`).
@@ -148,49 +186,102 @@ fn opaque_answer(
     }))
 }
 
-/// Whether `Accept` puts `text/plain` before JSON.
-fn wants_text(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(
-            |accept| match (accept.find("text/plain"), accept.find("application/json")) {
-                (Some(text), Some(json)) => text < json,
-                (Some(_), None) => true,
-                _ => false,
-            },
-        )
+/// Whether `Accept` asks for `text/plain` rather than JSON, by its rules: media types
+/// in any case, the most specific range that matches each type gives its weight (`q`),
+/// the heavier wins, and on a tie the one listed first (JSON for wildcards). An `Accept`
+/// that takes neither is a 406, before any ID is drawn.
+fn wants_text(asks: &Asks) -> Result<bool, ApiError> {
+    let Some(accept) = asks.accept() else {
+        return Ok(false);
+    };
+    // Per type (JSON, text): weight, specificity and position of the range that decides it.
+    let mut decided: [Option<(f32, u8, usize)>; 2] = [None, None];
+    for (position, item) in accept.split(',').enumerate() {
+        let Ok(range) = item.trim().parse::<mime::Mime>() else {
+            continue;
+        };
+        let weight = range
+            .get_param("q")
+            .map_or(Some(1.0), |q| q.as_str().parse::<f32>().ok())
+            .filter(|q| (0.0..=1.0).contains(q));
+        let Some(weight) = weight else {
+            continue;
+        };
+        for (slot, (kind, sub)) in [(mime::APPLICATION, mime::JSON), (mime::TEXT, mime::PLAIN)]
+            .into_iter()
+            .enumerate()
+        {
+            let specificity = if range.type_() == kind && range.subtype() == sub {
+                3
+            } else if range.type_() == kind && range.subtype() == mime::STAR {
+                2
+            } else if range.type_() == mime::STAR && range.subtype() == mime::STAR {
+                1
+            } else {
+                continue;
+            };
+            if decided[slot].is_none_or(|(_, best, _)| specificity > best) {
+                decided[slot] = Some((weight, specificity, position));
+            }
+        }
+    }
+    let [json, text] = decided.map(|d| d.filter(|(weight, _, _)| *weight > 0.0));
+    match (json, text) {
+        (None, None) => Err(ApiError {
+            status: StatusCode::NOT_ACCEPTABLE,
+            error: "the Accept header takes neither form this route answers in".to_owned(),
+            limit: Some("application/json (the default) or text/plain".to_owned()),
+        }),
+        (Some(_), None) => Ok(false),
+        (None, Some(_)) => Ok(true),
+        (Some((jw, _, jp)), Some((tw, _, tp))) => Ok(tw > jw || (tw == jw && tp < jp)),
+    }
 }
 
 /// `GET /v1/snowflake?count=N`
 pub(super) async fn snowflake(
     State(ids): State<Arc<Ids>>,
-    headers: HeaderMap,
+    method: Method,
+    asks: Asks,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    authorize(&ids, bearer(&headers), SNOWFLAKE_GRANT)?;
-    let params = Params::from_parts(query.as_deref(), b"");
+    authorize(&ids, asks.bearer(), SNOWFLAKE_GRANT)?;
+    let params = Params::from_parts(query.as_deref(), b"")?;
     let count = parse_count(&ids, "count", params.get("count"))?;
     let form = format_of(&ids, &params)?;
+    let as_text = wants_text(&asks)?;
+    if method == Method::HEAD {
+        return Ok(head(if as_text { TEXT } else { JSON }));
+    }
     let out = ids.snowflake_ids(count).await?;
-    ids.metrics.served("v1", SNOWFLAKE_GRANT, out.len());
-    answer(&ids, &headers, None, out, form).await
+    ids.metrics.served(Route::V1, SNOWFLAKE_GRANT, out.len());
+    let count = out.len() as u64;
+    let response = answer(&ids, as_text, None, out, form).await?;
+    Ok(handed_out(&ids, response, count))
 }
 
 /// `GET /v1/segment/{tag}?count=N`
 pub(super) async fn segment(
     State(ids): State<Arc<Ids>>,
+    method: Method,
     Path(tag): Path<String>,
-    headers: HeaderMap,
+    asks: Asks,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    authorize(&ids, bearer(&headers), &tag)?;
-    let params = Params::from_parts(query.as_deref(), b"");
+    authorize(&ids, asks.bearer(), &tag)?;
+    let params = Params::from_parts(query.as_deref(), b"")?;
     let count = parse_count(&ids, "count", params.get("count"))?;
     let form = format_of(&ids, &params)?;
+    let as_text = wants_text(&asks)?;
+    if method == Method::HEAD {
+        ids.servable(&tag).await?;
+        return Ok(head(if as_text { TEXT } else { JSON }));
+    }
     let out = ids.segment_ids(&tag, count).await?;
-    ids.metrics.served("v1", &tag, out.len());
-    answer(&ids, &headers, Some(&tag), out, form).await
+    ids.metrics.served(Route::V1, &tag, out.len());
+    let count = out.len() as u64;
+    let response = answer(&ids, as_text, Some(&tag), out, form).await?;
+    Ok(handed_out(&ids, response, count))
 }
 
 #[derive(Serialize)]
@@ -208,15 +299,15 @@ struct RangeBody<'a> {
 pub(super) async fn range(
     State(ids): State<Arc<Ids>>,
     Path(tag): Path<String>,
-    headers: HeaderMap,
+    asks: Asks,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    authorize(&ids, bearer(&headers), &tag)?;
-    let params = Params::from_parts(query.as_deref(), b"");
+    authorize(&ids, asks.bearer(), &tag)?;
+    let params = Params::from_parts(query.as_deref(), b"")?;
     let count = parse_count(&ids, "count", params.get("count"))? as u64;
     let first = ids.range(&tag, count).await?;
     let last = first + count - 1;
-    ids.metrics.served("v1_range", &tag, count as usize);
+    ids.metrics.served(Route::V1Range, &tag, count as usize);
     let body = RangeBody {
         tag: &tag,
         count,
@@ -225,7 +316,7 @@ pub(super) async fn range(
         first_str: first.to_string(),
         last_str: last.to_string(),
     };
-    Ok(json_ok(&body))
+    Ok(handed_out(&ids, json_ok(&body), count))
 }
 
 #[derive(Serialize)]
@@ -243,12 +334,7 @@ pub(super) async fn decode(
     State(ids): State<Arc<Ids>>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let parts = ids.layout().parse_str(&raw).map_err(|e| {
-        ApiError::bad_request(
-            format!("{} is not an ID of this layout: {e}", shown_tag(&raw)),
-            format!("a decimal from 0 to {}", ids.layout().max_uid()),
-        )
-    })?;
+    let parts = read_id(&ids, "the ID", &raw)?;
     let body = DecodeBody {
         id: parts.uid,
         id_str: parts.uid.to_string(),
@@ -272,9 +358,9 @@ struct RevealBody {
 pub(super) async fn reveal(
     State(ids): State<Arc<Ids>>,
     Path(public): Path<String>,
-    headers: HeaderMap,
+    asks: Asks,
 ) -> Result<Response, ApiError> {
-    authorize(&ids, bearer(&headers), OPAQUE_GRANT)?;
+    authorize(&ids, asks.bearer(), OPAQUE_GRANT)?;
     let keys = ids.opaque().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -295,4 +381,59 @@ pub(super) async fn reveal(
         id_str: id.to_string(),
         key_version,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn the_hand_written_json_is_what_serde_writes_for_every_form_tag_and_count() {
+        let tags = [
+            None,
+            Some("order"),
+            Some("quote\" back\\ slash / tab\t nul\u{0} bell\u{7} é 日本 🎉"),
+            Some(""),
+        ];
+        let lists: [&[u64]; 4] = [&[], &[0], &[1, 2, 3], &[u64::MAX, 1 << 63, (1 << 53) + 1]];
+        for format in [
+            IdFormat::Decimal,
+            IdFormat::Hex,
+            IdFormat::Base62,
+            IdFormat::Base32,
+        ] {
+            for tag in tags {
+                for ids in lists {
+                    let written = ids_json(tag, ids, format);
+                    let read: Value = serde_json::from_slice(&written)
+                        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&written)));
+                    let strings: Vec<String> = ids.iter().map(|id| format.encode(*id)).collect();
+                    let mut want = json!({ "count": ids.len(), "ids": ids, "ids_str": strings });
+                    if let Some(tag) = tag {
+                        want["tag"] = json!(tag);
+                    }
+                    assert_eq!(read, want, "{format:?} {tag:?} {ids:?}");
+                    // The field order clients saw before: tag, count, ids, ids_str.
+                    let text = String::from_utf8(written).unwrap();
+                    let at = |key: &str| text.find(&format!("\"{key}\":"));
+                    assert!(
+                        at("count") < at("ids") && at("ids") < at("ids_str"),
+                        "{text}"
+                    );
+                    if tag.is_some() {
+                        assert!(at("tag") < at("count"), "{text}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_digits_are_the_ones_the_library_writes() {
+        let mut digits = IdDigits::new(IdFormat::Decimal);
+        for id in [0, 9, 10, 99, 12_345, u64::MAX >> 1, u64::MAX] {
+            assert_eq!(digits.encode(id), IdFormat::Decimal.encode(id).as_bytes());
+        }
+    }
 }

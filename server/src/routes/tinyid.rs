@@ -7,9 +7,10 @@
 use super::{authorize, json_ok, parse_count, text, Params};
 use crate::error::ApiError;
 use crate::ids::Ids;
+use crate::metrics::Route;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use serde::Serialize;
 use std::sync::Arc;
@@ -41,10 +42,10 @@ struct Request {
 }
 
 impl Request {
-    fn new(query: Option<String>, body: &Bytes) -> Self {
-        Self {
-            params: Params::from_parts(query.as_deref(), body),
-        }
+    fn new(query: Option<String>, body: &Bytes) -> Result<Self, ApiError> {
+        Ok(Self {
+            params: Params::from_parts(query.as_deref(), body)?,
+        })
     }
 
     /// The biz type, checked against the token.
@@ -100,22 +101,48 @@ fn simple_error(e: ApiError) -> Response {
     text(e.status, line)
 }
 
-async fn draw(ids: &Ids, request: &Request) -> Result<Vec<u64>, ApiError> {
+/// HEAD's answer: the request checked as GET would check it (parameters, token, tag,
+/// batch size when `batch`), no ID drawn, and the route's content type, or its error as
+/// the route writes errors.
+async fn head(
+    ids: &Ids,
+    query: Option<String>,
+    body: &Bytes,
+    batch: bool,
+    (kind, refused): (&'static str, fn(ApiError) -> Response),
+) -> Response {
+    let checked = async {
+        let request = Request::new(query, body)?;
+        ids.servable(&request.biz_type(ids)?).await?;
+        if batch {
+            parse_count(ids, "batchSize", request.params.get("batchSize"))?;
+        }
+        Ok::<(), ApiError>(())
+    };
+    match checked.await {
+        Ok(()) => super::head(kind),
+        Err(e) => refused(e),
+    }
+}
+
+async fn draw(ids: &Ids, query: Option<String>, body: &Bytes) -> Result<Vec<u64>, ApiError> {
+    let request = Request::new(query, body)?;
     let biz_type = request.biz_type(ids)?;
     let count = parse_count(ids, "batchSize", request.params.get("batchSize"))?;
     let out = ids.segment_ids(&biz_type, count).await?;
-    ids.metrics.served("tinyid", &biz_type, out.len());
+    ids.metrics.served(Route::Tinyid, &biz_type, out.len());
     Ok(out)
 }
 
 /// A range for Tinyid's client: it hands out `(currentId, maxId]` itself and asks for
 /// the next range once it reaches `loadingId`.
-async fn segment_id(ids: &Ids, request: &Request) -> Result<SegmentId, ApiError> {
+async fn segment_id(ids: &Ids, query: Option<String>, body: &Bytes) -> Result<SegmentId, ApiError> {
+    let request = Request::new(query, body)?;
     let biz_type = request.biz_type(ids)?;
     let step = ids.tag_step(&biz_type).await?;
     let first = ids.range(&biz_type, step).await?;
     ids.metrics
-        .served("tinyid_segment", &biz_type, step as usize);
+        .served(Route::TinyidSegment, &biz_type, step as usize);
     let current_id = first - 1;
     Ok(SegmentId {
         max_id: current_id + step,
@@ -129,11 +156,18 @@ async fn segment_id(ids: &Ids, request: &Request) -> Result<SegmentId, ApiError>
 /// `/tinyid/id/nextId?bizType=&token=&batchSize=`: `{"data":[…],"code":200,"message":""}`.
 pub(super) async fn next_id(
     State(ids): State<Arc<Ids>>,
+    method: Method,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match draw(&ids, &Request::new(query, &body)).await {
-        Ok(out) => envelope_ok(out),
+    if method == Method::HEAD {
+        return head(&ids, query, &body, true, (super::JSON, envelope_error)).await;
+    }
+    match draw(&ids, query, &body).await {
+        Ok(out) => {
+            let count = out.len() as u64;
+            super::handed_out(&ids, envelope_ok(out), count)
+        }
         Err(e) => envelope_error(e),
     }
 }
@@ -141,13 +175,17 @@ pub(super) async fn next_id(
 /// `/tinyid/id/nextIdSimple`: `3`, or `4,5,6` for a batch.
 pub(super) async fn next_id_simple(
     State(ids): State<Arc<Ids>>,
+    method: Method,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match draw(&ids, &Request::new(query, &body)).await {
+    if method == Method::HEAD {
+        return head(&ids, query, &body, true, (super::TEXT, simple_error)).await;
+    }
+    match draw(&ids, query, &body).await {
         Ok(out) => {
             let line: Vec<String> = out.iter().map(u64::to_string).collect();
-            text(StatusCode::OK, line.join(","))
+            super::handed_out(&ids, text(StatusCode::OK, line.join(",")), out.len() as u64)
         }
         Err(e) => simple_error(e),
     }
@@ -156,11 +194,18 @@ pub(super) async fn next_id_simple(
 /// `/tinyid/id/nextSegmentId`: the range as Tinyid's JSON.
 pub(super) async fn next_segment_id(
     State(ids): State<Arc<Ids>>,
+    method: Method,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match segment_id(&ids, &Request::new(query, &body)).await {
-        Ok(segment) => envelope_ok(segment),
+    if method == Method::HEAD {
+        return head(&ids, query, &body, false, (super::JSON, envelope_error)).await;
+    }
+    match segment_id(&ids, query, &body).await {
+        Ok(segment) => {
+            let count = segment.max_id - segment.current_id;
+            super::handed_out(&ids, envelope_ok(segment), count)
+        }
         Err(e) => envelope_error(e),
     }
 }
@@ -168,16 +213,24 @@ pub(super) async fn next_segment_id(
 /// `/tinyid/id/nextSegmentIdSimple`: `currentId,loadingId,maxId,delta,remainder`.
 pub(super) async fn next_segment_id_simple(
     State(ids): State<Arc<Ids>>,
+    method: Method,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
-    match segment_id(&ids, &Request::new(query, &body)).await {
-        Ok(s) => text(
-            StatusCode::OK,
-            format!(
-                "{},{},{},{},{}",
-                s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+    if method == Method::HEAD {
+        return head(&ids, query, &body, false, (super::TEXT, simple_error)).await;
+    }
+    match segment_id(&ids, query, &body).await {
+        Ok(s) => super::handed_out(
+            &ids,
+            text(
+                StatusCode::OK,
+                format!(
+                    "{},{},{},{},{}",
+                    s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+                ),
             ),
+            s.max_id - s.current_id,
         ),
         Err(e) => simple_error(e),
     }
