@@ -121,7 +121,7 @@ pub struct Config {
     /// of the range (default 20, as Tinyid's server).
     pub tinyid_loading_percent: u64,
     /// A file of tokens, one `TOKEN=tag,tag` a line (`*` for every tag,
-    /// `@snowflake` for the snowflake routes); read at start.
+    /// `@snowflake` for the snowflake routes); read at start and again on SIGHUP.
     pub tokens_file: Option<PathBuf>,
     /// Segment tags whose IDs start with their day or month (`[[period_tags]]`),
     /// created at start.
@@ -130,8 +130,8 @@ pub struct Config {
     /// (`[[residue_tags]]`); each store must have the tag unless `tag_start` is set.
     pub residue_tags: Vec<ResidueTag>,
     /// A file of opaque-ID keys, `VERSION:HEX` entries (64 hex digits each), the
-    /// current key first; read at start. With keys, the native routes take
-    /// `format=opaque` and `/v1/opaque/{public}` maps a public ID back.
+    /// current key first; read at start and again on SIGHUP. With keys, the native
+    /// routes take `format=opaque` and `/v1/opaque/{public}` maps a public ID back.
     pub opaque_keys_file: Option<PathBuf>,
     /// Web origins whose pages may call the service from a browser (CORS), each
     /// `scheme://host[:port]` as browsers send it, or `*` for any (default none: browsers

@@ -4,7 +4,7 @@
 //! and the guard around both still times and counts them; what this skips is the
 //! router's work for a route with a path parameter (matching, a map of parameters per
 //! request, a boxed route cloned per request, taking the request apart for extractors),
-//! which was a third of such a request's instructions here. Anything else, HEAD
+//! which was a quarter of such a request's instructions here. Anything else, HEAD
 //! included, goes to the router.
 
 use super::{leaf, native, Asks};

@@ -88,7 +88,7 @@ pub(super) async fn decode(
             "?snowflakeId=<a decimal ID>",
         ));
     };
-    let parts = read_id(&ids, "snowflakeId", raw)?;
+    let parts = read_id(&ids, "snowflakeId", raw, &params)?;
     let time = chrono::DateTime::from_timestamp_millis(parts.timestamp_millis as i64)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
         .unwrap_or_default();

@@ -217,21 +217,38 @@ impl Params {
     }
 }
 
-/// An ID of this service's layout in any form the service writes: decimal, or the hex,
-/// base62 and base32 of `format=` (told apart as `uidgen parse` does).
-pub(crate) fn read_id(ids: &Ids, name: &str, raw: &str) -> Result<uidgen::UidParts, ApiError> {
+/// An ID of this service's layout in the form `params` names (`format=hex`, …), else in
+/// whichever form the service writes it is (decimal, or the hex, base62 and base32 of
+/// `format=`), told apart as `uidgen parse` does: digits only are decimal, so a hex ID
+/// that happens to be all digits needs `format=hex`.
+pub(crate) fn read_id(
+    ids: &Ids,
+    name: &str,
+    raw: &str,
+    params: &Params,
+) -> Result<uidgen::UidParts, ApiError> {
     let layout = ids.layout();
     let refused = |e: &dyn std::fmt::Display| {
         ApiError::bad_request(
             format!("{name} {} is not an ID of this layout: {e}", shown_tag(raw)),
             format!(
-                "a decimal from 0 to {}, or its hex, base62 or base32 form",
+                "a decimal from 0 to {}, or its hex, base62 or base32 form (format=hex \
+                 and so on when a form is all digits)",
                 layout.max_uid()
             ),
         )
     };
     let text = raw.trim();
-    match uidgen::IdFormat::detect(text) {
+    let named = match params.get("format") {
+        None => None,
+        Some(named) => Some(named.parse::<uidgen::IdFormat>().map_err(|e| {
+            ApiError::bad_request(
+                format!("format = {} cannot be used", shown_tag(named)),
+                e.to_string(),
+            )
+        })?),
+    };
+    match named.or_else(|| uidgen::IdFormat::detect(text)) {
         Some(format) if format != uidgen::IdFormat::Decimal => {
             let id = format.decode(text).map_err(|e| refused(&e))?;
             layout.parse(id).map_err(|e| refused(&e))

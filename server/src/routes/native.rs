@@ -333,8 +333,10 @@ struct DecodeBody {
 pub(super) async fn decode(
     State(ids): State<Arc<Ids>>,
     Path(raw): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let parts = read_id(&ids, "the ID", &raw)?;
+    let params = Params::from_parts(query.as_deref(), b"")?;
+    let parts = read_id(&ids, "the ID", &raw, &params)?;
     let body = DecodeBody {
         id: parts.uid,
         id_str: parts.uid.to_string(),
