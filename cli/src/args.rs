@@ -111,6 +111,17 @@ pub(crate) enum Command {
     /// UIDGEN_* variables, then these flags; tokens only from UIDGEN_TOKENS or a tokens
     /// file, never the command line.
     Serve(ServeArgs),
+    /// Check a running service over HTTP: GET the URL; for 2xx print the status line and
+    /// exit 0, otherwise exit 1 saying what it answered (a container health check where
+    /// there is no curl).
+    Probe {
+        /// The URL, plain http:// (default: the readiness route on the default address).
+        #[arg(default_value = "http://127.0.0.1:8080/readyz")]
+        url: String,
+        /// Give up after this many seconds (1 to 300).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=300))]
+        timeout: u64,
+    },
     /// Print a completion script for a shell (e.g. uidgen completions bash > /etc/bash_completion.d/uidgen).
     Completions {
         /// The shell.
@@ -228,10 +239,18 @@ pub(crate) enum SegmentAction {
         /// counter did not move), "went down" (a process gave its unused range back at
         /// shutdown, which hides the rate; or the store was set back, which the next
         /// fetch catches and repairs), "new" (created in the window);
-        /// "-" without --sample. Ranges are taken in steps sized to last about 30 s (a
-        /// generator's range_lifetime), so sample for longer than that.
+        /// "-" without --sample; "between fetches" when the counter did not move but was
+        /// last moved in the minute before (a service is likely handing out a range it
+        /// holds: give --service to know). Ranges are taken in steps sized to last about
+        /// 30 s (a generator's range_lifetime), so sample for longer than that.
         #[arg(long, value_name = "SECONDS", value_parser = parse_sample)]
         sample: Option<Duration>,
+        /// A running uidgen serve (http://HOST:PORT) whose /metrics counts the IDs it
+        /// handed out of each tag; with --sample, the IDs/s handed out across the
+        /// services given (repeat for each service), beside the rate taken from the
+        /// store.
+        #[arg(long = "service", value_name = "URL", requires = "sample")]
+        services: Vec<String>,
         #[command(flatten)]
         store: SegmentStoreArgs,
     },

@@ -8,6 +8,7 @@
 
 mod args;
 mod commands;
+mod http;
 mod output;
 mod redact;
 mod source;

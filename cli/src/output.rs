@@ -166,6 +166,7 @@ pub(crate) fn cut_long_lines(text: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 pub(crate) fn chain(err: &(dyn Error + 'static)) -> String {
     let mut text = format!("uidgen: {err}");
     let mut source = err.source();
+    let mut missing = missing_tag(err);
     while let Some(cause) = source {
         let shown = cause.to_string();
         // A wrapper that repeats its cause's text adds nothing.
@@ -173,9 +174,33 @@ pub(crate) fn chain(err: &(dyn Error + 'static)) -> String {
             text.push_str(": ");
             text.push_str(&shown);
         }
+        missing = missing.or_else(|| missing_tag(cause));
         source = cause.source();
     }
-    text
+    match missing {
+        Some((library, command)) => text.replace(&library, &command),
+        None => text,
+    }
+}
+
+/// A missing tag's message as the library words it (its methods), and as this command
+/// words it (its flags).
+fn missing_tag(err: &(dyn Error + 'static)) -> Option<(String, String)> {
+    let missing = match err.downcast_ref::<uidgen::SegmentError>() {
+        Some(uidgen::SegmentError::Store(store)) => store,
+        _ => err.downcast_ref::<uidgen::StoreError>()?,
+    };
+    let uidgen::StoreError::MissingTag { tag, location, .. } = missing else {
+        return None;
+    };
+    Some((
+        missing.to_string(),
+        format!(
+            "tag {tag:?} does not exist in {location}: create it with `uidgen segment \
+             create --tag {tag} --step N [--start FIRST]`; if it existed before (a store \
+             restored or emptied), FIRST must be above the last ID it handed out"
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -982,3 +982,110 @@ fn systemd_hears_ready_once_readyz_is_200_and_stopping_on_sigterm() {
     let (exit, stderr) = server.wait();
     assert!(exit.success(), "{stderr}");
 }
+
+#[test]
+fn probe_passes_a_ready_service_and_fails_a_refusal_a_closed_port_and_a_bad_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let server = Serve::start(&["--store", store.to_str().unwrap()], &[]);
+    let probe = |args: &[&str]| common::output(common::uidgen(&["probe"]).args(args));
+
+    let ready = probe(&[&server.url("/readyz")]);
+    assert!(
+        common::success_stdout(&ready).contains(" 200 OK"),
+        "{ready:?}"
+    );
+    // A refusal: the status and the service's own words.
+    let refused = probe(&[&server.url("/v1/segment/no-such-tag")]);
+    common::assert_fails_with(&refused, 1, &["answered 404", "no segment tag"]);
+
+    let port = server.port().to_owned();
+    drop(server);
+    let closed = probe(&["--timeout", "2", &format!("http://127.0.0.1:{port}/readyz")]);
+    common::assert_fails_with(&closed, 1, &["cannot connect"]);
+    let tls = probe(&["https://127.0.0.1:1/readyz"]);
+    common::assert_fails_with(&tls, 1, &["not an http:// URL"]);
+    let zero = probe(&["--timeout", "0", "http://127.0.0.1:1/"]);
+    common::assert_fails_with(&zero, 2, &["--timeout", "1..=300"]);
+}
+
+/// The defect: `segment list --sample` said "idle" for a tag a service was handing out,
+/// because the service drew on a range it had fetched before the window.
+#[test]
+fn segment_list_sample_reports_what_the_services_handed_out_between_fetches() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let store = store.to_str().unwrap();
+    let created = common::output(&mut common::uidgen(&[
+        "segment", "create", "--tag", "order", "--step", "100000", "--store", store,
+    ]));
+    common::success_stdout(&created);
+    let server = Serve::start(&["--store", store, "--tag", "order"], &[]);
+    let (status, _) = curl(&[&server.url("/v1/segment/order")]);
+    assert_eq!(status, 200);
+
+    let url = server.url("/v1/segment/order?count=10");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drawing = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut drawn = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (status, body) = curl(&[&url]);
+                assert_eq!(status, 200, "{body}");
+                drawn += ids_of(&body).len();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            drawn
+        })
+    };
+    let base = server.url("");
+    let listed = common::output(&mut common::uidgen(&[
+        "segment",
+        "list",
+        "--sample",
+        "2",
+        "--service",
+        &base,
+        "--json",
+        "--store",
+        store,
+    ]));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let drawn = drawing.join().unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&common::success_stdout(&listed)).unwrap();
+    let order = listed["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "order")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(drawn > 0);
+    assert_eq!(order["rate_per_sec"], serde_json::json!(null), "{order}");
+    assert_eq!(order["sample"], "between fetches", "{order}");
+    let served = order["served_per_sec"].as_f64().unwrap_or(0.0);
+    assert!(served > 0.0, "{listed}");
+    assert_eq!(listed["services"], 1);
+
+    // --service without --sample is a usage error; a URL that is no service, a failure.
+    let alone = common::output(&mut common::uidgen(&[
+        "segment",
+        "list",
+        "--service",
+        &base,
+        "--store",
+        store,
+    ]));
+    common::assert_fails_with(&alone, 2, &["--sample"]);
+    let wrong = common::output(&mut common::uidgen(&[
+        "segment",
+        "list",
+        "--sample",
+        "0.1",
+        "--service",
+        &server.url("/healthz"),
+        "--store",
+        store,
+    ]));
+    common::assert_fails_with(&wrong, 1, &["--service", "answered"]);
+}

@@ -16,11 +16,16 @@ pub struct ApiError {
     pub limit: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// The body of every refusal of the native routes.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub(crate) struct ErrorBody<'a> {
+    /// What went wrong, in words.
     error: &'a str,
+    /// The limit broken, where there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<&'a str>,
+    /// The HTTP status again.
     status: u16,
 }
 
@@ -72,7 +77,7 @@ impl ApiError {
 
     /// The JSON body, for routes that wrap it in their own status.
     pub(crate) fn json(&self) -> String {
-        serde_json::to_string(&Body {
+        serde_json::to_string(&ErrorBody {
             error: &self.error,
             limit: self.limit.as_deref(),
             status: self.status.as_u16(),

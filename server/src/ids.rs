@@ -49,16 +49,20 @@ pub enum StartError {
         /// Why.
         source: Box<SegmentError>,
     },
-    /// A configured tag the store does not have, with no `tag_start` to create it.
+    /// A configured tag the store does not have, with no `tag_start` to create it: in the
+    /// words of whoever configures the service (its settings and `uidgen`'s flags).
     #[error(
-        "segment tag {tag}: {source}; or let the service create the missing tags of tags and \
-         [[residue_tags]] at FIRST with tag_start = FIRST (--tag-start, UIDGEN_TAG_START)"
+        "segment tag {tag} does not exist in {location}: create it with `uidgen segment \
+         create --tag TAG --step N [--start FIRST]`, or let the service create the missing \
+         tags of tags and [[residue_tags]] at FIRST with tag_start = FIRST (--tag-start, \
+         UIDGEN_TAG_START); if it existed before (a store restored or emptied), FIRST must \
+         be above the last ID it handed out"
     )]
     MissingTag {
         /// The tag (quoted, shortened).
         tag: String,
-        /// The store's words.
-        source: Box<SegmentError>,
+        /// The store that lacks it, as it describes itself.
+        location: String,
     },
     /// A residue tag a store lacks, with no `tag_start` to create its classes.
     #[error(
@@ -94,10 +98,9 @@ impl StartError {
             SegmentError::Store(StoreError::MissingTag { location, .. }) if residue => {
                 Self::MissingResidueTag { tag, location }
             }
-            SegmentError::Store(StoreError::MissingTag { .. }) => Self::MissingTag {
-                tag,
-                source: Box::new(source),
-            },
+            SegmentError::Store(StoreError::MissingTag { location, .. }) => {
+                Self::MissingTag { tag, location }
+            }
             _ => Self::Segment {
                 tag,
                 source: Box::new(source),

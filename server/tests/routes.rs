@@ -403,6 +403,8 @@ fn no_start_and_no_request_ever_creates_a_tag() {
     for wanted in ["\"order\" does not exist", "segment create", "tag_start"] {
         assert!(err.contains(wanted), "{wanted}: {err}");
     }
+    // The service's words, not the library's methods.
+    assert!(!err.contains("SegmentStore::create"), "{err}");
     let segments = uidgen::StoreUrl::parse(&store)
         .unwrap()
         .segment_store()

@@ -319,12 +319,13 @@ pub enum StoreError {
         #[source]
         source: Option<Cause>,
     },
-    /// A segment tag that does not exist in the store.
+    /// A segment tag that does not exist in the store. Its message names the library's
+    /// ways to create it; the `uidgen` command names its own.
     #[error(
         "tag {tag:?} does not exist in {location}: create it with \
-         `uidgen segment create --tag {tag} --step N [--start FIRST]` (in code: \
-         `SegmentStore::create`); if it existed before (a store restored or emptied), \
-         FIRST must be above the last ID it handed out"
+         `SegmentStore::create(tag, first_id, step, description)`, or with \
+         `create_missing(first_id, step)` on the generator's builder; if it existed before \
+         (a store restored or emptied), first_id must be above the last ID it handed out"
     )]
     MissingTag {
         /// The kind of store.

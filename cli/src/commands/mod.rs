@@ -7,6 +7,7 @@ mod completions;
 mod layout;
 mod next;
 mod parse;
+mod probe;
 mod segment;
 mod serve;
 mod worker;
@@ -104,6 +105,9 @@ pub(crate) fn execute(
         }
         Command::Serve(args) => serve::run(&args, env, stdout),
         Command::Completions { shell } => completions::run(shell, stdout),
+        Command::Probe { url, timeout } => {
+            probe::run(&url, std::time::Duration::from_secs(timeout), stdout)
+        }
     }
 }
 

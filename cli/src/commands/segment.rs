@@ -75,8 +75,13 @@ pub(super) fn run(
             flushed?;
             Ok(SUCCESS)
         }
-        SegmentAction::List { json, sample, .. } => {
-            let (tags, sampled) = read_tags(&*store, *sample)?;
+        SegmentAction::List {
+            json,
+            sample,
+            services,
+            ..
+        } => {
+            let (tags, sampled) = read_tags(&*store, *sample, services)?;
             let when = |ms: u64| {
                 if ms == 0 {
                     "-".to_owned()
@@ -90,6 +95,14 @@ pub(super) fn run(
                     sample.rates.get(&t.tag).copied().unwrap_or(Rate::New)
                 })
             };
+            // IDs/s the services handed out: none without --service, 0 for a tag they
+            // did not serve.
+            let served = |t: &TagRecord| -> Option<f64> {
+                let sample = sampled.as_ref()?;
+                let served = sample.served.as_ref()?;
+                Some(served.get(&t.tag).copied().unwrap_or(0.0))
+            };
+            let with_services = sampled.as_ref().is_some_and(|s| s.served.is_some());
             let mut out = Lines::new(stdout);
             if *json {
                 let rows: Vec<_> = tags
@@ -106,30 +119,44 @@ pub(super) fn run(
                             "rate_per_sec": rate.per_sec(),
                             "runway_secs": rate.runway_secs(left(t.max_id)),
                             "sample": rate.name(),
+                            "served_per_sec": served(t),
                         })
                     })
                     .collect();
                 out.line(serde_json::json!({
                     "store": store.describe(),
                     "sample_secs": sampled.as_ref().map(|sample| sample.secs),
+                    "services": services.len(),
                     "tags": rows,
                 }))?;
             } else {
                 out.line(format_args!("store {}", store.describe()))?;
+                // "taken/s": how fast the counter rose (ranges taken from the store);
+                // "served/s": what the services given handed out.
+                let served_head = if with_services { "served/s" } else { "" };
                 out.line(format_args!(
-                    "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>14}  {:>14}  description",
-                    "tag", "max_id (next ID)", "step", "updated", "ids_left", "IDs/s", "runway"
+                    "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>14}  {:>14}  {:>16}  description",
+                    "tag",
+                    "max_id (next ID)",
+                    "step",
+                    "updated",
+                    "ids_left",
+                    "taken/s",
+                    served_head,
+                    "runway"
                 ))?;
                 for t in &tags {
                     let rate = rate(t);
+                    let served = served(t).map_or(String::new(), |r| format!("{r:.1}"));
                     out.line(format_args!(
-                        "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>14}  {:>14}  {}",
+                        "{:<24}  {:>20}  {:>10}  {:<23}  {:>20}  {:>14}  {:>14}  {:>16}  {}",
                         t.tag,
                         t.max_id,
                         t.step,
                         when(t.updated_ms),
                         left(t.max_id),
                         rate.per_sec().map_or("-".to_owned(), |r| format!("{r:.1}")),
+                        served,
                         rate.runway_secs(left(t.max_id))
                             .map_or_else(|| rate.name().to_owned(), span),
                         t.description
@@ -180,6 +207,9 @@ enum Rate {
     GaveBack,
     /// The counter rose this many IDs a second (0: "idle").
     PerSec(f64),
+    /// The counter did not move, but moved shortly before the window: a service is
+    /// likely handing out the range it took then.
+    BetweenFetches,
 }
 
 impl Rate {
@@ -203,23 +233,38 @@ impl Rate {
             Rate::NotSampled => "-",
             Rate::New => "new",
             Rate::GaveBack => "went down",
+            Rate::BetweenFetches => "between fetches",
             Rate::PerSec(rate) if rate > 0.0 => "measured",
             Rate::PerSec(_) => "idle",
         }
     }
 }
 
-/// What `--sample` measured: the seconds between the two reads, and each tag's rate.
+/// What `--sample` measured: the seconds between the two reads, each tag's rate, and
+/// with `--service` the IDs/s the services handed out of each tag.
 struct Sample {
     secs: f64,
     rates: HashMap<String, Rate>,
+    served: Option<HashMap<String, f64>>,
 }
+
+/// A counter that did not move is "between fetches" rather than idle when it last moved
+/// this recently: two of a generator's 30 s range lifetimes.
+const RECENT_FETCH_MS: u64 = 60_000;
+
+/// How long one service may take to answer for its metrics.
+const SERVICE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The store's tags (as the second read saw them, with a sample window).
 fn read_tags(
     store: &dyn SegmentStore,
     sample: Option<Duration>,
+    services: &[String],
 ) -> Result<(Vec<TagRecord>, Option<Sample>), Failure> {
+    let served_now = || -> Result<Vec<HashMap<String, f64>>, Failure> {
+        services.iter().map(|url| served_by(url)).collect()
+    };
+    let served_before = served_now()?;
     let first = store.tags()?;
     let Some(window) = sample else {
         return Ok((first, None));
@@ -227,21 +272,121 @@ fn read_tags(
     // Each read's time is when it returned, so a slow store's round trip is in the
     // divisor as much as in the counters.
     let first_at = Instant::now();
+    let first_ms = uidgen::Clock::now_millis(&uidgen::SystemClock);
     std::thread::sleep(window);
     let second = store.tags()?;
+    let served_after = served_now()?;
     let secs = first_at.elapsed().as_secs_f64();
-    let rates = rates(&first, &second, secs);
-    Ok((second, Some(Sample { secs, rates })))
+    let rates = rates(&first, &second, secs, first_ms);
+    let served = (!services.is_empty()).then(|| {
+        let mut per_tag: HashMap<String, f64> = HashMap::new();
+        for (before, after) in served_before.iter().zip(&served_after) {
+            for (tag, count) in after {
+                // A service that restarted in the window counts from 0 again.
+                let was = before.get(tag).copied().unwrap_or(0.0);
+                let moved = if *count >= was { count - was } else { *count };
+                *per_tag.entry(tag.clone()).or_default() += moved / secs;
+            }
+        }
+        per_tag
+    });
+    Ok((
+        second,
+        Some(Sample {
+            secs,
+            rates,
+            served,
+        }),
+    ))
 }
 
-/// Each tag's rate between two reads `secs` apart (tags only in `second` have none).
-fn rates(first: &[TagRecord], second: &[TagRecord], secs: f64) -> HashMap<String, Rate> {
+/// The IDs a service at `url` has handed out of each tag since it started, from its
+/// `/metrics` (`uidgen_ids_served_total`, summed over routes).
+fn served_by(url: &str) -> Result<HashMap<String, f64>, Failure> {
+    let base = url.trim_end_matches('/');
+    let metrics = if base.ends_with("/metrics") {
+        base.to_owned()
+    } else {
+        format!("{base}/metrics")
+    };
+    let answer = crate::http::get(&metrics, SERVICE_TIMEOUT)
+        .map_err(|e| Failure::msg(format!("--service {url}: {e}")))?;
+    if answer.status != 200 {
+        return Err(Failure::msg(format!(
+            "--service {url}: {metrics} answered {} (expected uidgen serve's metrics)",
+            answer.status
+        )));
+    }
+    let served = served_counts(&answer.body);
+    if !answer.body.contains("uidgen_ids_served") {
+        return Err(Failure::msg(format!(
+            "--service {url}: {metrics} has no uidgen_ids_served_total: not a uidgen serve"
+        )));
+    }
+    Ok(served)
+}
+
+/// `uidgen_ids_served_total{route="…",tag="…"} N` lines, summed by tag.
+fn served_counts(metrics: &str) -> HashMap<String, f64> {
+    let mut per_tag: HashMap<String, f64> = HashMap::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("uidgen_ids_served_total{") else {
+            continue;
+        };
+        let Some(tag) = label(rest, "tag") else {
+            continue;
+        };
+        let Some(value) = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
+            continue;
+        };
+        *per_tag.entry(tag).or_default() += value;
+    }
+    per_tag
+}
+
+/// The value of label `name` in `labels` (`a="x",name="y\"z"}…`), unescaped as the
+/// exposition format escapes it (`\\`, `\"`, `\n`).
+fn label(labels: &str, name: &str) -> Option<String> {
+    let mut rest = labels;
+    loop {
+        let (key, after) = rest.split_once("=\"")?;
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let end = loop {
+            let (at, c) = chars.next()?;
+            match c {
+                '\\' => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    other => value.push(other),
+                },
+                '"' => break at,
+                c => value.push(c),
+            }
+        };
+        if key.trim_start_matches(',') == name {
+            return Some(value);
+        }
+        rest = &after[end + 1..];
+    }
+}
+
+/// Each tag's rate between two reads `secs` apart, the first at `first_ms` (tags only in
+/// `second` have none).
+fn rates(
+    first: &[TagRecord],
+    second: &[TagRecord],
+    secs: f64,
+    first_ms: u64,
+) -> HashMap<String, Rate> {
     let before: HashMap<&str, u64> = first.iter().map(|t| (t.tag.as_str(), t.max_id)).collect();
     second
         .iter()
         .filter_map(|t| {
             let was = *before.get(t.tag.as_str())?;
             let rate = match t.max_id.checked_sub(was) {
+                Some(0) if first_ms.saturating_sub(t.updated_ms) < RECENT_FETCH_MS => {
+                    Rate::BetweenFetches
+                }
                 Some(moved) => Rate::PerSec(moved as f64 / secs),
                 None => Rate::GaveBack,
             };
@@ -278,6 +423,25 @@ mod tests {
     }
 
     #[test]
+    fn served_counts_are_summed_by_tag_over_routes_with_labels_unescaped() {
+        let page = "# TYPE uidgen_ids_served counter\n\
+            uidgen_ids_served_total{route=\"v1\",tag=\"order\"} 40\n\
+            uidgen_ids_served_total{route=\"leaf\",tag=\"order\"} 2\n\
+            uidgen_ids_served_total{route=\"v1\",tag=\"q\\\"x\\\\y\"} 5\n\
+            uidgen_ids_served_total{route=\"v1\",tag=\"@snowflake\"} 7\n\
+            uidgen_ids_served_created{route=\"v1\",tag=\"order\"} 1.7e9\n\
+            uidgen_store_errors_total 3\n";
+        let counts = served_counts(page);
+        assert_eq!(counts["order"], 42.0);
+        assert_eq!(counts["q\"x\\y"], 5.0);
+        assert_eq!(counts["@snowflake"], 7.0);
+        assert_eq!(counts.len(), 3);
+        assert_eq!(label("a=\"1\",tag=\"t\"}", "tag").as_deref(), Some("t"));
+        assert_eq!(label("a=\"1\"}", "tag"), None);
+        assert_eq!(label("tag=\"unterminated", "tag"), None);
+    }
+
+    #[test]
     fn a_sample_tells_rising_idle_new_and_given_back_counters_apart() {
         let first = [record("up", 100), record("still", 7), record("back", 5_000)];
         let second = [
@@ -286,7 +450,8 @@ mod tests {
             record("back", 4_001),
             record("new", 1),
         ];
-        let rates = rates(&first, &second, 2.0);
+        // Last moved long before the window (updated_ms 0).
+        let rates = rates(&first, &second, 2.0, 1_800_000_000_000);
         assert_eq!(rates["up"], Rate::PerSec(2_000.0));
         assert_eq!(rates["still"], Rate::PerSec(0.0));
         assert_eq!(rates["still"].name(), "idle");
@@ -295,6 +460,13 @@ mod tests {
         assert_eq!(Rate::PerSec(2_000.0).runway_secs(1_000_000), Some(500.0));
         assert_eq!(Rate::PerSec(0.0).runway_secs(1_000_000), None);
         assert_eq!(Rate::GaveBack.runway_secs(1_000_000), None);
+
+        // A counter that did not move but moved 10 s before the window: between fetches.
+        let mut recent = record("recent", 7);
+        recent.updated_ms = 1_800_000_000_000 - 10_000;
+        let recent = super::rates(&[recent.clone()], &[recent], 2.0, 1_800_000_000_000);
+        assert_eq!(recent["recent"], Rate::BetweenFetches);
+        assert_eq!(recent["recent"].name(), "between fetches");
     }
 
     #[test]

@@ -4,7 +4,9 @@ mod guard;
 mod hot;
 mod leaf;
 mod native;
+mod openapi;
 mod ops;
+mod schema;
 mod tinyid;
 
 use crate::error::{shown_tag, ApiError};
@@ -65,7 +67,7 @@ pub(crate) fn guarded(ids: Arc<Ids>) -> Guard<Served> {
 
 /// Every route's template, as the duration metric and the access log name it; the last
 /// stands for any other path (a 404), so that no path a client makes up becomes a label.
-pub(crate) const ROUTE_TEMPLATES: [&str; 16] = [
+pub(crate) const ROUTE_TEMPLATES: [&str; 17] = [
     "/v1/snowflake",
     "/v1/segment/{tag}",
     "/v1/segment/{tag}/range",
@@ -81,6 +83,7 @@ pub(crate) const ROUTE_TEMPLATES: [&str; 16] = [
     "/healthz",
     "/readyz",
     "/metrics",
+    "/openapi.json",
     "(other)",
 ];
 
@@ -164,6 +167,7 @@ fn routes(ids: Arc<Ids>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(openapi::document))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(ids)
@@ -182,7 +186,8 @@ async fn not_found() -> ApiError {
         StatusCode::NOT_FOUND,
         "no such route: see /v1/snowflake, /v1/segment/{tag}, /v1/decode/{id}, \
          /v1/opaque/{public}, \
-         /api/segment/get/{key}, /tinyid/id/nextId, /healthz, /readyz, /metrics",
+         /api/segment/get/{key}, /tinyid/id/nextId, /healthz, /readyz, /metrics, \
+         /openapi.json",
     )
 }
 

@@ -1,10 +1,12 @@
 //! uidgen's own API: batches, IDs as strings and numbers, ranges, decoding.
 
+use super::schema::{self as openapi, OpaqueBody, Refusals};
 use super::{
     authorize, bytes, handed_out, head, json_ok, parse_count, read_id, text, Asks, Params, JSON,
     TEXT,
 };
 use crate::config::{OPAQUE_GRANT, SNOWFLAKE_GRANT};
+use crate::error::ErrorBody;
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
 use crate::metrics::Route;
@@ -14,6 +16,7 @@ use axum::response::Response;
 use serde::Serialize;
 use std::sync::Arc;
 use uidgen::IdFormat;
+use utoipa::ToSchema;
 
 /// How the answer writes IDs: numbers with strings in one form, or opaque public IDs
 /// only (never beside the numbers they hide).
@@ -50,15 +53,6 @@ fn format_of(ids: &Ids, params: &Params) -> Result<Form, ApiError> {
                 )
             }),
     }
-}
-
-#[derive(Serialize)]
-struct OpaqueBody<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tag: Option<&'a str>,
-    count: usize,
-    key_version: u8,
-    ids: Vec<String>,
 }
 
 /// The IDs as `Accept` asks: `text/plain` one a line, otherwise JSON; strings in
@@ -239,6 +233,24 @@ fn wants_text(asks: &Asks) -> Result<bool, ApiError> {
 }
 
 /// `GET /v1/snowflake?count=N`
+#[utoipa::path(
+    get,
+    path = "/v1/snowflake",
+    tag = "ids",
+    summary = "Snowflake IDs: time, worker ID and sequence, rising",
+    params(
+        openapi::IdQuery,
+        openapi::AcceptHeader,
+    ),
+    responses(
+        (status = 200, description = "The IDs, as JSON or one a line; HEAD answers the same \
+                                      status and draws no ID",
+         content((openapi::Issued = "application/json"), (String = "text/plain"))),
+        (status = 406, description = "Accept takes neither JSON nor text", body = ErrorBody),
+        Refusals,
+    ),
+    security((), ("bearer" = []))
+)]
 pub(super) async fn snowflake(
     State(ids): State<Arc<Ids>>,
     method: Method,
@@ -261,6 +273,26 @@ pub(super) async fn snowflake(
 }
 
 /// `GET /v1/segment/{tag}?count=N`
+#[utoipa::path(
+    get,
+    path = "/v1/segment/{tag}",
+    tag = "ids",
+    summary = "Segment IDs of a tag, rising",
+    params(
+        ("tag" = String, Path, description = "A tag created in the store", example = "order"),
+        openapi::IdQuery,
+        openapi::AcceptHeader,
+    ),
+    responses(
+        (status = 200, description = "The IDs, as JSON or one a line; HEAD answers the same \
+                                      status and draws no ID",
+         content((openapi::Issued = "application/json"), (String = "text/plain"))),
+        (status = 404, description = "No such tag in the store", body = ErrorBody),
+        (status = 406, description = "Accept takes neither JSON nor text", body = ErrorBody),
+        Refusals,
+    ),
+    security((), ("bearer" = []))
+)]
 pub(super) async fn segment(
     State(ids): State<Arc<Ids>>,
     method: Method,
@@ -284,7 +316,8 @@ pub(super) async fn segment(
     Ok(handed_out(&ids, response, count))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Range)]
 struct RangeBody<'a> {
     tag: &'a str,
     count: u64,
@@ -296,6 +329,24 @@ struct RangeBody<'a> {
 
 /// `POST /v1/segment/{tag}/range?count=N`: `[first, last]`, taken from the store now
 /// and never handed to anyone else.
+#[utoipa::path(
+    post,
+    path = "/v1/segment/{tag}/range",
+    tag = "ids",
+    summary = "A range of a tag's IDs, taken from the store for the caller alone",
+    params(
+        ("tag" = String, Path, description = "A tag created in the store", example = "order"),
+        ("count" = Option<u64>, Query, minimum = 1, maximum = 100000,
+         description = "How many IDs (1 when absent), up to max_count (100,000 unless \
+                        configured)"),
+    ),
+    responses(
+        (status = 200, description = "The range, first and last included", body = RangeBody),
+        (status = 404, description = "No such tag in the store", body = ErrorBody),
+        Refusals,
+    ),
+    security((), ("bearer" = []))
+)]
 pub(super) async fn range(
     State(ids): State<Arc<Ids>>,
     Path(tag): Path<String>,
@@ -319,7 +370,8 @@ pub(super) async fn range(
     Ok(handed_out(&ids, json_ok(&body), count))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Decoded)]
 struct DecodeBody {
     id: u64,
     id_str: String,
@@ -330,6 +382,25 @@ struct DecodeBody {
 }
 
 /// `GET /v1/decode/{id}`: the parts of an ID made with this service's layout.
+#[utoipa::path(
+    get,
+    path = "/v1/decode/{id}",
+    tag = "decoding",
+    summary = "The time, worker ID and sequence of a snowflake ID of this service's layout",
+    params(
+        ("id" = String, Path, description = "The ID: decimal, or its hex, base62 or base32 form",
+         example = "7394012345678"),
+        ("format" = Option<openapi::IdForm>, Query,
+         description = "The ID's form, needed when it is all digits but not decimal"),
+    ),
+    responses(
+        (status = 200, description = "The ID's parts", body = DecodeBody),
+        (status = 400, description = "Not an ID of this layout, or a form that cannot be \
+                                      used", body = ErrorBody),
+        (status = 408, description = "The request took longer than the request timeout",
+         body = ErrorBody),
+    )
+)]
 pub(super) async fn decode(
     State(ids): State<Arc<Ids>>,
     Path(raw): Path<String>,
@@ -348,7 +419,8 @@ pub(super) async fn decode(
     Ok(json_ok(&body))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Revealed)]
 struct RevealBody {
     id: u64,
     id_str: String,
@@ -357,6 +429,22 @@ struct RevealBody {
 
 /// `GET /v1/opaque/{public}`: the ID behind a public ID (token grant `@opaque` when
 /// tokens are configured: whoever may call it can undo the permutation).
+#[utoipa::path(
+    get,
+    path = "/v1/opaque/{public}",
+    tag = "decoding",
+    summary = "The ID behind a public ID",
+    params(
+        ("public" = String, Path, description = "A public ID this service handed out"),
+    ),
+    responses(
+        (status = 200, description = "The ID, and the key version that hid it", body = RevealBody),
+        (status = 404, description = "Opaque IDs are off: the service has no keys",
+         body = ErrorBody),
+        Refusals,
+    ),
+    security((), ("bearer" = []))
+)]
 pub(super) async fn reveal(
     State(ids): State<Arc<Ids>>,
     Path(public): Path<String>,
@@ -410,11 +498,13 @@ mod tests {
                     let written = ids_json(tag, ids, format);
                     let read: Value = serde_json::from_slice(&written)
                         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&written)));
-                    let strings: Vec<String> = ids.iter().map(|id| format.encode(*id)).collect();
-                    let mut want = json!({ "count": ids.len(), "ids": ids, "ids_str": strings });
-                    if let Some(tag) = tag {
-                        want["tag"] = json!(tag);
-                    }
+                    // The shape the OpenAPI document describes.
+                    let want = json!(openapi::IdsBody {
+                        tag: tag.map(str::to_owned),
+                        count: ids.len() as u64,
+                        ids: ids.to_vec(),
+                        ids_str: ids.iter().map(|id| format.encode(*id)).collect(),
+                    });
                     assert_eq!(read, want, "{format:?} {tag:?} {ids:?}");
                     // The field order clients saw before: tag, count, ids, ids_str.
                     let text = String::from_utf8(written).unwrap();
