@@ -157,7 +157,12 @@ pub use store::guard::{
     data_loss_events, last_data_loss, remember_stores_in, RepairReport, REPAIR_MARGIN, YOUNG_STORE,
 };
 pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, LeaseStore};
-#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[cfg(any(
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis",
+    feature = "etcd"
+))]
 pub use store::redact_url;
 pub use store::segment::{
     check_segment_tag, SegmentStore, TagRecord, MAX_BASE_STEP, MAX_DESCRIPTION_LEN, MAX_TAG_LEN,
@@ -165,6 +170,8 @@ pub use store::segment::{
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::default_store_memory_dir;
 pub use store::{is_credential_key, Cause, StoreError, StoreKind, StoreUrl, ACCEPTED_STORE_URLS};
+#[cfg(feature = "etcd")]
+pub use store::{EtcdLeaseStore, EtcdSegmentStore};
 #[cfg(feature = "mysql")]
 pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA};
 #[cfg(feature = "postgres")]

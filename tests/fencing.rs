@@ -24,7 +24,11 @@ use uidgen::{
 };
 
 /// The network stores (SQLite has no network to cut).
+#[cfg(not(feature = "etcd"))]
 const KINDS: [Kind; 3] = [Kind::MySql, Kind::Postgres, Kind::Redis];
+/// The network stores (SQLite has no network to cut).
+#[cfg(feature = "etcd")]
+const KINDS: [Kind; 4] = [Kind::MySql, Kind::Postgres, Kind::Redis, Kind::Etcd];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Outage {

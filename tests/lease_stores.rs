@@ -102,7 +102,7 @@ fn lowest_free_is_the_same_on_every_store_with_a_released_row_above_a_gap() {
         assert_eq!(granted(&store, "g", 1023, None), (4, 0));
         // An expired lease counts as free: 7's holder never renews (TTL 300 ms).
         assert!(store.renew(7, "b", Duration::from_millis(300), 0).unwrap());
-        std::thread::sleep(Duration::from_millis(600));
+        std::thread::sleep(fixture.outlived(Duration::from_millis(600)));
         assert!(store.release(1, "d", 11).unwrap());
         assert_eq!(
             granted(&store, "h", 1023, None),
@@ -178,7 +178,7 @@ fn leases_expire_on_the_store_clock() {
             store.acquire(&request("c", TTL, 1023, Some(0))).unwrap(),
             Acquired::Held { .. }
         ));
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(fixture.outlived(Duration::from_millis(400)));
         assert_eq!(
             granted(&store, "c", 1023, None),
             (0, 1_000),
@@ -751,7 +751,7 @@ fn a_holder_killed_with_sigkill_is_replaced_after_its_ttl_above_every_id_it_made
             .acquire_id(&bits, 0)
             .unwrap_err();
         assert!(early.to_string().contains("leased by"), "{early}");
-        std::thread::sleep(ttl + Duration::from_millis(200));
+        std::thread::sleep(fixture.outlived(ttl + Duration::from_millis(200)));
         // ...then reused, above every ID the dead holder made, borrowed ones included.
         let lease = WorkerLease::builder(fixture.lease_store())
             .acquire(&bits)

@@ -33,7 +33,12 @@ fn per_store_prefetch_threads_end_with_their_generators() {
             .unwrap();
         assert!(orders.next_uid().unwrap() > 0);
         if i == 0 {
-            // Two stores, a thread each, while the generator lives.
+            // Two stores, a thread each, while the generator lives (polled: a thread's
+            // name shows in /proc once it has run, which a loaded machine may delay).
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while prefetch_threads() < before + 2 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             assert_eq!(prefetch_threads(), before + 2);
         }
     }

@@ -139,8 +139,8 @@ pub(crate) struct ServeArgs {
     /// The address to listen on (default 127.0.0.1:8080; port 0 picks a free one).
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
-    /// The store: a SQLite file, mysql://, postgres:// or redis:// (default: the embedded
-    /// store, as other commands use).
+    /// The store: a SQLite file, mysql://, postgres://, redis:// or etcd:// (default: the
+    /// embedded store, as other commands use).
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// The snowflake layout, a preset: default, snowflake (Leaf's), uidgenerator-readme or
@@ -316,8 +316,8 @@ impl SegmentAction {
 /// Where segment counters are kept.
 #[derive(Args)]
 pub(crate) struct SegmentStoreArgs {
-    /// A SQLite file (PATH, sqlite:PATH), or a mysql:// (mariadb://), postgres:// or
-    /// redis:// (rediss://) URL; TLS by the URL's own parameters. Default: the embedded
+    /// A SQLite file (PATH, sqlite:PATH), or a mysql:// (mariadb://), postgres://, redis://
+    /// (rediss://) or etcd:// (etcds://) URL; TLS by the URL's own parameters. Default: the embedded
     /// store, the same file as the worker-ID leases (UIDGEN_WORKER_DB, else
     /// uidgen/workers.sqlite3 in the user's data folder). A typo is refused.
     #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
@@ -503,8 +503,8 @@ pub(crate) struct WorkerArgs {
     pub(crate) worker_id: Option<u64>,
     /// Where worker-ID leases and time marks are kept: a SQLite file (PATH, sqlite:PATH;
     /// the default is the embedded store, see --worker-db), or a mysql:// (mariadb://),
-    /// postgres:// or redis:// (rediss://) URL; TLS by the URL's own parameters. A typo
-    /// is refused.
+    /// postgres://, redis:// (rediss://) or etcd:// (etcds://) URL; TLS by the URL's own
+    /// parameters. A typo is refused.
     #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
     pub(crate) store: Option<String>,
     /// How long a lease lasts unless renewed, in seconds (from 0.3; default 30): a run

@@ -1,6 +1,6 @@
 //! A store that loses data never makes uidgen repeat an ID (issue 29): the ways real
 //! stores fail, replayed through the command line as one machine runs it (one state
-//! folder across runs), on SQLite, MariaDB, PostgreSQL and Redis:
+//! folder across runs), on SQLite, MariaDB, PostgreSQL, Redis and etcd:
 //!
 //! - a counter rolled back (an older SQLite file, a dump restored, a Redis failover to a
 //!   replica that missed the last writes): the next run hands out no ID it handed out
@@ -60,11 +60,18 @@ enum Place {
         url: String,
         db: String,
     },
+    /// A key prefix of the test's own on the suite's etcd cluster.
+    Etcd {
+        url: String,
+        prefix: String,
+    },
 }
 
 enum Snapshot {
     File(Vec<u8>),
     Dump(Vec<u8>),
+    /// Every key under the prefix and its value.
+    Keys(Vec<(String, String)>),
 }
 
 impl Place {
@@ -97,11 +104,43 @@ impl Place {
         place
     }
 
+    fn etcd() -> Self {
+        let server = servers::etcd_url();
+        let prefix = format!("uidgen-loss-{}", servers::random_suffix());
+        let (scheme, rest) = server.split_once("://").unwrap();
+        let hosts = rest.split(['/', '?']).next().unwrap();
+        Place::Etcd {
+            url: format!("{scheme}://{hosts}/{prefix}"),
+            prefix,
+        }
+    }
+
     fn url(&self) -> String {
         match self {
             Place::Sqlite(dir) => dir.path().join("ids.sqlite3").display().to_string(),
-            Place::Sql { url, .. } => url.clone(),
+            Place::Sql { url, .. } | Place::Etcd { url, .. } => url.clone(),
         }
+    }
+
+    /// etcdctl against the place's cluster.
+    fn etcdctl(&self, args: &[&str]) -> String {
+        let Place::Etcd { url, .. } = self else {
+            unreachable!()
+        };
+        let hosts = url.split_once("://").unwrap().1.split('/').next().unwrap();
+        let endpoints: Vec<String> = hosts.split(',').map(|h| format!("http://{h}")).collect();
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", endpoints.join(",")))
+            .args(args)
+            .output()
+            .expect("etcdctl runs");
+        assert!(
+            out.status.success(),
+            "etcdctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Runs SQL with the engine's own client, in the test's database (`in_db`) or not.
@@ -168,6 +207,21 @@ impl Place {
                 );
                 Snapshot::Dump(out.stdout)
             }
+            Place::Etcd { prefix, .. } => {
+                let listed = self.etcdctl(&["get", &format!("{prefix}/"), "--prefix"]);
+                let lines: Vec<&str> = listed.lines().collect();
+                Snapshot::Keys(
+                    lines
+                        .chunks(2)
+                        .map(|kv| {
+                            (
+                                kv[0].to_owned(),
+                                kv.get(1).copied().unwrap_or("").to_owned(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
         }
     }
 
@@ -203,6 +257,13 @@ impl Place {
                     String::from_utf8_lossy(&out.stderr)
                 );
             }
+            (Place::Etcd { prefix, .. }, Snapshot::Keys(keys)) => {
+                // As a restored backup: the keys of then, and nothing written since.
+                self.etcdctl(&["del", &format!("{prefix}/"), "--prefix"]);
+                for (key, value) in keys {
+                    self.etcdctl(&["put", key, value]);
+                }
+            }
             _ => unreachable!(),
         }
     }
@@ -210,6 +271,13 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
+        if let Place::Etcd { prefix, .. } = self {
+            let prefix = format!("{prefix}/");
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.etcdctl(&["del", &prefix, "--prefix"])
+            }));
+            return;
+        }
         if let Place::Sql { db, .. } = self {
             let statement = format!("DROP DATABASE IF EXISTS {db}");
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -401,6 +469,14 @@ fn a_restored_postgres_dump_never_repeats_segments_or_worker_ids() {
     let machine = Machine::new();
     segment_rollback(&Place::postgres(), &machine);
     lease_rollback(&Place::postgres(), &machine);
+}
+
+#[cfg(feature = "etcd")]
+#[test]
+fn a_restored_etcd_backup_never_repeats_segments_or_worker_ids() {
+    let machine = Machine::new();
+    segment_rollback(&Place::etcd(), &machine);
+    lease_rollback(&Place::etcd(), &machine);
 }
 
 #[cfg(feature = "mysql")]

@@ -20,12 +20,24 @@
 //! hands out 10 of its IDs and is stopped with SIGTERM (exit 0 within 15 s); server B's
 //! first ID of the tag is A's last + 1.
 //!
+//! On etcd (the `etcd` feature), the fleet stands on the private 3-member cluster that
+//! scripts/etcd.sh starts, each member reached through a relay, and no server is killed:
+//! at a third of the run the cluster's leader is SIGKILLed (and started again 2 s later
+//! on its data), at two thirds a member is cut off behind its relay (silent). On top of
+//! the checks above: every ID a server answered before the leader's kill is below every
+//! one it answered to a request sent after it, per worker ID and per tag; and a prober
+//! per server measures the longest time it answered nothing on each ID space, which must
+//! stay under the cluster's election plus one lease renewal.
+//!
 //! The stores run one after another (one fleet at a time on the machine). Stores: the
 //! test servers scripts/test makes reachable, or UIDGEN_MYSQL_URL, UIDGEN_POSTGRES_URL,
-//! UIDGEN_REDIS_URL.
+//! UIDGEN_REDIS_URL, UIDGEN_ETCD_URL with UIDGEN_ETCD_CLUSTER.
 
 mod common;
 
+#[cfg(feature = "etcd")]
+#[path = "../../tests/support/relay.rs"]
+mod relay;
 #[path = "../../tests/support/servers.rs"]
 mod servers;
 
@@ -122,15 +134,21 @@ impl std::fmt::Display for Instance {
     }
 }
 
-/// Where an ID came from, in a byte: slot, generation, route.
+/// Where an ID came from, in a byte: when (bit 7: asked after the disruption; bit 6:
+/// answered before it), slot, generation, route.
 fn origin(instance: Instance, route: Route) -> u8 {
     (instance.slot << 3) | (instance.generation << 2) | route as u8
 }
 
+/// An origin's bit for an answer to a request sent after the disruption.
+const ASKED_AFTER: u8 = 0x80;
+/// An origin's bit for an answer received before the disruption.
+const ANSWERED_BEFORE: u8 = 0x40;
+
 fn from_origin(code: u8) -> (Instance, Route) {
     (
         Instance {
-            slot: code >> 3,
+            slot: (code >> 3) & 7,
             generation: (code >> 2) & 1,
         },
         ROUTES[usize::from(code & 3)],
@@ -585,6 +603,12 @@ struct Shared {
     live: RwLock<Vec<Option<(SocketAddr, u8)>>>,
     victim: usize,
     killed: AtomicBool,
+    /// The disruption (a kill) has happened: answers are marked before and after it.
+    disrupted: AtomicBool,
+    /// A refusal naming why there is no ID now (a 503, or Leaf's 500) is counted, not a
+    /// problem: while the store elects a leader, a server that cannot raise its mark
+    /// refuses rather than risk an ID (the stall limit bounds how long).
+    refusals_allowed: bool,
     stop: AtomicBool,
     tag: String,
 }
@@ -627,6 +651,8 @@ struct ClientLog {
     ok_by_instance: HashMap<Instance, u64>,
     /// Connection errors to the killed server after its kill.
     killed_errors: u64,
+    /// Refusals that name why there is no ID now, where they are allowed.
+    refused: u64,
     /// Answers other than 200.
     not_ok: Problems,
     /// 200s whose body is not what was asked.
@@ -689,10 +715,17 @@ fn client(shared: &Shared, seed: u64) -> ClientLog {
             }
         }
         let (_, conn) = conns[slot].as_mut().expect("a connection");
+        let asked_after = shared.disrupted.load(Ordering::SeqCst);
         match conn.get(&path, accept) {
             Ok((reply, keep)) => {
                 if !keep {
                     conns[slot] = None;
+                }
+                let refusal = matches!(reply.status, 503 | 500)
+                    && reply.body.windows(9).any(|w| w == b"no ID now");
+                if reply.status != 200 && refusal && shared.refusals_allowed {
+                    log.refused += 1;
+                    continue;
                 }
                 if reply.status != 200 {
                     log.not_ok.add(|| {
@@ -709,7 +742,12 @@ fn client(shared: &Shared, seed: u64) -> ClientLog {
                 }
                 match ids_of(route, text, count, tag, &reply.body) {
                     Ok(ids) => {
-                        let from = origin(instance, route);
+                        let mut from = origin(instance, route);
+                        if asked_after {
+                            from |= ASKED_AFTER;
+                        } else if !shared.disrupted.load(Ordering::SeqCst) {
+                            from |= ANSWERED_BEFORE;
+                        }
                         let (space, space_from) = if route.is_snowflake() {
                             (&mut log.snowflake, &mut log.snowflake_from)
                         } else {
@@ -828,7 +866,17 @@ fn repeats(space: &str, ids: &[u64], from: &[u8], snowflake: bool) -> Option<Str
 
 static ONE_FLEET_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn fleet(kind: &str, store: &str) {
+/// What befalls the fleet at a third of its run.
+enum Disruption {
+    /// One server is SIGKILLed and another started in its place.
+    KillServer,
+    /// The etcd cluster's leader is SIGKILLed (and brought back), then a member is cut
+    /// off behind its relay.
+    #[cfg(feature = "etcd")]
+    EtcdLeader(etcd::Cluster),
+}
+
+fn fleet(kind: &str, store: &str, disruption: Disruption) {
     let _one = ONE_FLEET_AT_A_TIME
         .lock()
         .unwrap_or_else(|p| p.into_inner());
@@ -843,14 +891,30 @@ fn fleet(kind: &str, store: &str) {
     let names: Vec<String> = (0..SERVERS).map(|i| format!("server {i}")).collect();
     let mut fleet: Vec<Server> = start_all(&names, store, &tag, logs.path());
     let started_in = began.elapsed();
-    let victim = (u64::from_str_radix(&suffix, 16).unwrap_or(0) % SERVERS as u64) as usize;
+    let kills_a_server = matches!(disruption, Disruption::KillServer);
+    // No server is killed on etcd: the victim is none of them.
+    let victim = if kills_a_server {
+        (u64::from_str_radix(&suffix, 16).unwrap_or(0) % SERVERS as u64) as usize
+    } else {
+        SERVERS
+    };
     let shared = Arc::new(Shared {
         live: RwLock::new(fleet.iter().map(|s| Some((s.addr, 0))).collect()),
         victim,
         killed: AtomicBool::new(false),
+        disrupted: AtomicBool::new(false),
+        refusals_allowed: !kills_a_server,
         stop: AtomicBool::new(false),
         tag: tag.clone(),
     });
+    // A prober per server: the longest time each ID space answered nothing.
+    let probers: Vec<_> = fleet
+        .iter()
+        .map(|server| {
+            let (addr, shared) = (server.addr, Arc::clone(&shared));
+            std::thread::spawn(move || probe(addr, &shared))
+        })
+        .collect();
 
     // The clients.
     let seed = u64::from_str_radix(&servers::random_suffix(), 16).unwrap_or(1);
@@ -866,33 +930,63 @@ fn fleet(kind: &str, store: &str) {
         .collect();
     let run_began = Instant::now();
 
-    // At a third of the run: SIGKILL one, start another in its place (a new port).
+    // At a third of the run: SIGKILL one, start another in its place (a new port); or
+    // on etcd, the leader's kill and a member's cut.
     std::thread::sleep(length / 3);
-    let killed_at = run_began.elapsed();
-    shared.killed.store(true, Ordering::SeqCst);
-    fleet[victim].kill();
-    shared.live.write().unwrap_or_else(|p| p.into_inner())[victim] = None;
-    let restart = Instant::now();
-    let replacement = match Server::start(
-        &format!("server {victim} (restarted)"),
-        store,
-        &tag,
-        logs.path(),
-    ) {
-        Ok(server) => server,
-        Err(e) => {
-            shared.stop.store(true, Ordering::SeqCst);
-            for c in clients {
-                let _ = c.join();
-            }
-            panic!("[{kind}] the server started after the kill: {e}");
+    let mut dead = None;
+    let event = match &disruption {
+        Disruption::KillServer => {
+            let killed_at = run_began.elapsed();
+            shared.killed.store(true, Ordering::SeqCst);
+            shared.disrupted.store(true, Ordering::SeqCst);
+            fleet[victim].kill();
+            shared.live.write().unwrap_or_else(|p| p.into_inner())[victim] = None;
+            let restart = Instant::now();
+            let replacement = match Server::start(
+                &format!("server {victim} (restarted)"),
+                store,
+                &tag,
+                logs.path(),
+            ) {
+                Ok(server) => server,
+                Err(e) => {
+                    shared.stop.store(true, Ordering::SeqCst);
+                    for c in clients {
+                        let _ = c.join();
+                    }
+                    panic!("[{kind}] the server started after the kill: {e}");
+                }
+            };
+            let restarted_in = restart.elapsed();
+            let killed_addr = fleet[victim].addr;
+            let new_addr = replacement.addr;
+            shared.live.write().unwrap_or_else(|p| p.into_inner())[victim] = Some((new_addr, 1));
+            let said = format!(
+                "server {victim} ({killed_addr}) SIGKILLed at {killed_at:.1?}, its replacement \
+                 on {new_addr} serving {restarted_in:.1?} later"
+            );
+            dead = Some(std::mem::replace(&mut fleet[victim], replacement));
+            said
+        }
+        #[cfg(feature = "etcd")]
+        Disruption::EtcdLeader(cluster) => {
+            let killed_at = run_began.elapsed();
+            shared.disrupted.store(true, Ordering::SeqCst);
+            let leader = cluster.kill_leader();
+            std::thread::sleep(Duration::from_secs(2));
+            cluster.start(leader);
+            std::thread::sleep((length * 2 / 3).saturating_sub(run_began.elapsed()));
+            let cut = (leader + 1) % cluster.members();
+            let cut_at = run_began.elapsed();
+            cluster.cut(cut);
+            format!(
+                "etcd member m{} (the leader) SIGKILLed at {killed_at:.1?} and started again 2 s \
+                 later; member m{} cut off behind its relay at {cut_at:.1?}",
+                leader + 1,
+                cut + 1
+            )
         }
     };
-    let restarted_in = restart.elapsed();
-    let killed_addr = fleet[victim].addr;
-    let new_addr = replacement.addr;
-    shared.live.write().unwrap_or_else(|p| p.into_inner())[victim] = Some((new_addr, 1));
-    let dead = std::mem::replace(&mut fleet[victim], replacement);
 
     // The rest of the run.
     std::thread::sleep(length.saturating_sub(run_began.elapsed()));
@@ -905,6 +999,10 @@ fn fleet(kind: &str, store: &str) {
         }
     }
     let ran = run_began.elapsed();
+    let gaps: Vec<[Duration; 2]> = probers
+        .into_iter()
+        .map(|p| p.join().unwrap_or([Duration::MAX; 2]))
+        .collect();
 
     // Every server stops on SIGTERM, exit 0.
     let (stop_problems, slowest_exit) = terminate_all(&mut fleet);
@@ -924,6 +1022,7 @@ fn fleet(kind: &str, store: &str) {
             *all.ok_by_instance.entry(instance).or_default() += n;
         }
         all.killed_errors += log.killed_errors;
+        all.refused += log.refused;
         all.not_ok.merge(log.not_ok);
         all.bad_body.merge(log.bad_body);
         all.conn_errors.merge(log.conn_errors);
@@ -984,10 +1083,12 @@ fn fleet(kind: &str, store: &str) {
             generation: 0,
         })
         .collect();
-    instances.push(Instance {
-        slot: victim as u8,
-        generation: 1,
-    });
+    if kills_a_server {
+        instances.push(Instance {
+            slot: victim as u8,
+            generation: 1,
+        });
+    }
     for instance in &instances {
         if all.ok_by_instance.get(instance).copied().unwrap_or(0) == 0 {
             problems.push(format!("[{kind}] {instance} answered nothing"));
@@ -1041,17 +1142,73 @@ fn fleet(kind: &str, store: &str) {
         .iter()
         .map(|r| format!("{} {}", r.name(), all.ok_by_route[*r as usize]))
         .collect();
+    // Before and after the disruption, per server: per worker ID, and per tag.
+    for (space, ids, from) in [
+        ("snowflake", &all.snowflake, &all.snowflake_from),
+        ("segment", &all.segment, &all.segment_from),
+    ] {
+        let mut sides: BTreeMap<(Instance, u64), (u64, u64)> = BTreeMap::new();
+        for (id, code) in ids.iter().zip(from.iter()) {
+            let key = if space == "snowflake" {
+                bits.parse(*id).map_or(u64::MAX, |p| p.worker_id)
+            } else {
+                0
+            };
+            let side = sides
+                .entry((from_origin(*code).0, key))
+                .or_insert((0, u64::MAX));
+            if code & ANSWERED_BEFORE != 0 {
+                side.0 = side.0.max(*id);
+            }
+            if code & ASKED_AFTER != 0 {
+                side.1 = side.1.min(*id);
+            }
+        }
+        for ((instance, key), (before, after)) in sides {
+            if after != u64::MAX && before >= after {
+                problems.push(format!(
+                    "[{kind}] {instance} ({space}{}) answered {before} before the \
+                     disruption and {after} to a request sent after it",
+                    if space == "snowflake" {
+                        format!(", worker ID {key}")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+    }
+    // The longest time a server answered nothing, per space.
+    let longest = gaps.iter().fold([Duration::ZERO; 2], |most, gap| {
+        [most[0].max(gap[0]), most[1].max(gap[1])]
+    });
+    if let Some(limit) = stall_limit(&disruption) {
+        for (server, gap) in gaps.iter().enumerate() {
+            for (space, gap) in ["snowflake", "segment"].iter().zip(gap) {
+                if *gap > limit {
+                    problems.push(format!(
+                        "[{kind}] server {server} answered no {space} ID for {gap:.1?} (limit \
+                         {limit:?}: the cluster's election plus one lease renewal)"
+                    ));
+                }
+            }
+        }
+    }
     eprintln!(
         "[{kind}] {SERVERS} servers (started in {started_in:.1?}), {CLIENTS} clients, {ran:.1?}: \
          {responses} good answers ({}), {} snowflake IDs, {} segment IDs of {tag}; \
-         server {victim} ({killed_addr}) SIGKILLed at {killed_at:.1?}, its replacement on \
-         {new_addr} serving {restarted_in:.1?} later and answering {} times; {} connection \
+         {event}; the longest time a server answered nothing: {:.1?} (snowflake), {:.1?} \
+         (segment); {} refusals naming why there was no ID; the restarted server answered {} \
+         times; {} connection \
          errors to the killed server; {} answers not 200, {} bad bodies, {} other connection \
          errors; SIGTERM: all out in {slowest_exit:.1?}; worker IDs by server (100+ = \
          restarted): {}",
         by_route.join(", "),
         all.snowflake.len(),
         all.segment.len(),
+        longest[0],
+        longest[1],
+        all.refused,
         all.ok_by_instance
             .get(&Instance {
                 slot: victim as u8,
@@ -1069,7 +1226,7 @@ fn fleet(kind: &str, store: &str) {
     if !problems.is_empty() {
         // Whatever the servers said about it.
         let mut said = String::new();
-        for server in fleet.iter().chain(std::iter::once(&dead)) {
+        for server in fleet.iter().chain(dead.iter()) {
             said.push_str(&format!(
                 "\n--- {} ({}) stderr ends:\n{}",
                 server.name,
@@ -1081,6 +1238,10 @@ fn fleet(kind: &str, store: &str) {
     }
     drop(fleet);
     drop(dead);
+    #[cfg(feature = "etcd")]
+    if let Disruption::EtcdLeader(cluster) = &disruption {
+        cluster.heal();
+    }
 
     // The tail check, on a tag no other server touches.
     if let Err(e) = tail_check(
@@ -1099,6 +1260,192 @@ fn fleet(kind: &str, store: &str) {
         problems.len(),
         problems.join("\n\n")
     );
+}
+
+/// How often a prober asks each server.
+const PROBE_EVERY: Duration = Duration::from_millis(50);
+
+/// Asks the server at `addr` for one snowflake ID and one segment ID every
+/// [`PROBE_EVERY`] until the run stops; the longest time each went unanswered (200).
+fn probe(addr: SocketAddr, shared: &Shared) -> [Duration; 2] {
+    let paths = [
+        "/api/snowflake/get/x".to_owned(),
+        format!("/api/segment/get/{}", shared.tag),
+    ];
+    let mut last_ok = [Instant::now(); 2];
+    let mut longest = [Duration::ZERO; 2];
+    while !shared.stop.load(Ordering::Relaxed) {
+        for (i, path) in paths.iter().enumerate() {
+            let ok = Conn::open(addr)
+                .ok()
+                .and_then(|mut conn| conn.get(path, "text/plain").ok())
+                .is_some_and(|(reply, _)| reply.status == 200);
+            let now = Instant::now();
+            if ok {
+                longest[i] = longest[i].max(now - last_ok[i]);
+                last_ok[i] = now;
+            }
+        }
+        std::thread::sleep(PROBE_EVERY);
+    }
+    // A space still unanswered at the end counts to the end.
+    let now = Instant::now();
+    [0, 1].map(|i| longest[i].max(now - last_ok[i]))
+}
+
+/// The longest a server may answer nothing: on etcd, the cluster's election (etcd's
+/// default election timeout, 1 s, and a round of votes) plus one lease renewal (a third
+/// of the service's 30 s lease TTL), with the prober's own step; none for a killed server
+/// (its clients move to the others; the fleet's checks cover it).
+fn stall_limit(disruption: &Disruption) -> Option<Duration> {
+    match disruption {
+        Disruption::KillServer => None,
+        #[cfg(feature = "etcd")]
+        Disruption::EtcdLeader(_) => {
+            Some(Duration::from_secs(2) + uidgen::DEFAULT_LEASE_TTL / 3 + PROBE_EVERY * 4)
+        }
+    }
+}
+
+/// The private etcd cluster of scripts/etcd.sh, each member behind a relay of the test's.
+#[cfg(feature = "etcd")]
+mod etcd {
+    use super::relay::Relay;
+    use std::net::SocketAddr;
+    use std::path::PathBuf;
+    use std::process::{Command, Stdio};
+
+    pub(super) struct Cluster {
+        dir: PathBuf,
+        /// Each member's client address, m1 first.
+        addrs: Vec<SocketAddr>,
+        relays: Vec<Relay>,
+        prefix: String,
+    }
+
+    impl Cluster {
+        /// The cluster in UIDGEN_ETCD_CLUSTER (scripts/etcd.sh exports it).
+        pub(super) fn from_env(prefix: &str) -> Self {
+            let dir = PathBuf::from(std::env::var("UIDGEN_ETCD_CLUSTER").unwrap_or_else(|_| {
+                panic!(
+                    "UIDGEN_ETCD_CLUSTER is not set: this test stops and starts members of \
+                     the private cluster scripts/etcd.sh starts (scripts/test does; or \
+                     eval \"$(scripts/etcd.sh start)\")"
+                )
+            }));
+            let addrs: Vec<SocketAddr> = (1..=3)
+                .map(|n| {
+                    let args = std::fs::read_to_string(dir.join(format!("m{n}.args")))
+                        .expect("the member's command line");
+                    let url = args
+                        .lines()
+                        .skip_while(|l| *l != "--listen-client-urls")
+                        .nth(1)
+                        .expect("--listen-client-urls");
+                    url.trim_start_matches("http://")
+                        .parse()
+                        .expect("an address")
+                })
+                .collect();
+            let relays = addrs.iter().map(|a| Relay::to(*a)).collect();
+            Self {
+                dir,
+                addrs,
+                relays,
+                prefix: prefix.to_owned(),
+            }
+        }
+
+        pub(super) fn members(&self) -> usize {
+            self.addrs.len()
+        }
+
+        /// The store URL, through the relays.
+        pub(super) fn url(&self) -> String {
+            let members: Vec<String> = self.relays.iter().map(|r| r.addr.to_string()).collect();
+            format!("etcd://{}/{}", members.join(","), self.prefix)
+        }
+
+        fn etcdctl(&self, args: &[&str]) -> String {
+            let endpoints: Vec<String> = self.addrs.iter().map(|a| format!("http://{a}")).collect();
+            let out = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .arg(format!("--endpoints={}", endpoints.join(",")))
+                .args(args)
+                .output()
+                .expect("etcdctl runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+
+        /// SIGKILLs member `index`.
+        pub(super) fn kill(&self, index: usize) {
+            let pid = std::fs::read_to_string(self.dir.join(format!("m{}.pid", index + 1)))
+                .expect("the member's pid");
+            let killed = Command::new("kill")
+                .args(["-9", pid.trim()])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(killed, "could not SIGKILL etcd member m{}", index + 1);
+        }
+
+        /// SIGKILLs the leader; its index.
+        pub(super) fn kill_leader(&self) -> usize {
+            let status: serde_json::Value =
+                serde_json::from_str(&self.etcdctl(&["endpoint", "status", "-w", "json"]))
+                    .expect("etcdctl's status as JSON");
+            let statuses = status.as_array().expect("a status per member");
+            let leader = statuses
+                .iter()
+                .position(|s| {
+                    s["Status"]["header"]["member_id"] == s["Status"]["leader"]
+                        && !s["Status"]["leader"].is_null()
+                })
+                .expect("a member that is the leader");
+            let endpoint = statuses[leader]["Endpoint"].as_str().unwrap_or_default();
+            let index = self
+                .addrs
+                .iter()
+                .position(|a| endpoint.ends_with(&a.to_string()))
+                .expect("the leader's member");
+            self.kill(index);
+            index
+        }
+
+        /// Starts member `index` again on its data, as scripts/etcd.sh started it.
+        pub(super) fn start(&self, index: usize) {
+            let n = index + 1;
+            let args = std::fs::read_to_string(self.dir.join(format!("m{n}.args")))
+                .expect("the member's command line");
+            let args: Vec<&str> = args.lines().collect();
+            let log = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(self.dir.join(format!("m{n}.log")))
+                .expect("the member's log");
+            let child = Command::new(args[0])
+                .args(&args[1..])
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("etcd starts again");
+            std::fs::write(self.dir.join(format!("m{n}.pid")), child.id().to_string())
+                .expect("the member's pid file");
+            // The process outlives this handle: scripts/etcd.sh stops it by its pid.
+            std::mem::forget(child);
+        }
+
+        /// Cuts member `index` off behind its relay: connections held, nothing answered.
+        pub(super) fn cut(&self, index: usize) {
+            self.relays[index].silence();
+        }
+
+        /// Every relay passes again.
+        pub(super) fn heal(&self) {
+            for relay in &self.relays {
+                relay.restore();
+            }
+        }
+    }
 }
 
 /// One GET through a new connection: the reply or why not.
@@ -1188,23 +1535,149 @@ fn tail_check(store: &str, tag: &str, logs: &Path) -> Result<(), String> {
 fn a_fleet_on_one_sqlite_file() {
     let dir = tempfile::tempdir().expect("a folder for the store");
     let store = dir.path().join("fleet.sqlite3");
-    fleet("sqlite", &store.display().to_string());
+    fleet(
+        "sqlite",
+        &store.display().to_string(),
+        Disruption::KillServer,
+    );
 }
 
 #[cfg(feature = "mysql")]
 #[test]
 fn a_fleet_on_mariadb() {
-    fleet("mysql", &servers::mysql_url());
+    fleet("mysql", &servers::mysql_url(), Disruption::KillServer);
 }
 
 #[cfg(feature = "postgres")]
 #[test]
 fn a_fleet_on_postgres() {
-    fleet("postgres", &servers::postgres_url());
+    fleet("postgres", &servers::postgres_url(), Disruption::KillServer);
 }
 
 #[cfg(feature = "redis")]
 #[test]
 fn a_fleet_on_redis() {
-    fleet("redis", &servers::redis_url());
+    fleet("redis", &servers::redis_url(), Disruption::KillServer);
+}
+
+/// The whole etcd cluster SIGKILLed and started again on its data: two servers heal by
+/// themselves (no restart), and no ID of either space is answered twice across it.
+#[cfg(feature = "etcd")]
+#[test]
+fn a_whole_etcd_cluster_restarted_from_its_data_repeats_nothing() {
+    let _one = ONE_FLEET_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let cluster = etcd::Cluster::from_env(&format!("uidgen-restart-{}", servers::random_suffix()));
+    let url = cluster.url();
+    let logs = tempfile::tempdir().expect("a folder for the servers' logs");
+    let tag = format!("restart-{}", servers::random_suffix());
+    let names = ["restart server 0".to_owned(), "restart server 1".to_owned()];
+    let mut fleet = start_all(&names, &url, &tag, logs.path());
+    // The IDs answered, per space (snowflake, segment).
+    let mut seen: [HashSet<u64>; 2] = Default::default();
+    // Every answer's IDs, each new in its space; true if both routes answered 200.
+    let draw = |server: &Server, seen: &mut [HashSet<u64>; 2]| -> bool {
+        let mut answered = true;
+        let [snowflake, segment] = seen;
+        for (route, path, space) in [
+            (
+                Route::V1Snowflake,
+                "/v1/snowflake?count=100".to_owned(),
+                snowflake,
+            ),
+            (
+                Route::V1Segment,
+                format!("/v1/segment/{tag}?count=100"),
+                segment,
+            ),
+        ] {
+            match fetch(server, &path) {
+                Ok(reply) if reply.status == 200 => {
+                    let ids = ids_of(route, false, 100, &tag, &reply.body)
+                        .unwrap_or_else(|e| panic!("{}: {e}", server.name));
+                    for id in ids {
+                        assert!(space.insert(id), "{}: {id} answered twice", server.name);
+                    }
+                }
+                _ => answered = false,
+            }
+        }
+        answered
+    };
+    for _ in 0..50 {
+        for server in &fleet {
+            assert!(
+                draw(server, &mut seen),
+                "{} did not answer before the stop",
+                server.name
+            );
+        }
+    }
+    let before = (seen[0].len(), seen[1].len());
+    // The tag's counter in the store: it must move after the restart (ranges fetched
+    // from the restarted cluster, not only from what the servers held).
+    let counter = || {
+        uidgen::StoreUrl::parse(&url)
+            .and_then(|u| u.segment_store())
+            .and_then(|s| s.tag(&tag))
+            .ok()
+            .flatten()
+            .map_or(0, |t| t.max_id)
+    };
+    let counter_before = counter();
+    for member in 0..cluster.members() {
+        cluster.kill(member);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    for member in 0..cluster.members() {
+        cluster.start(member);
+    }
+    let restarted = Instant::now();
+    // Each server answers both spaces again, by itself.
+    for server in &fleet {
+        while !draw(server, &mut seen) {
+            assert!(
+                restarted.elapsed() < Duration::from_secs(60),
+                "{} did not answer within 60 s of the cluster's restart; its stderr ends:\n{}",
+                server.name,
+                server.log_tail(2000)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let answered_in = restarted.elapsed();
+    while counter() <= counter_before {
+        for server in &fleet {
+            assert!(
+                draw(server, &mut seen),
+                "{} stopped answering after the restart",
+                server.name
+            );
+        }
+        assert!(
+            restarted.elapsed() < Duration::from_secs(60),
+            "no range was taken from the restarted cluster within 60 s"
+        );
+    }
+    let healed_in = restarted.elapsed();
+    let (problems, _) = terminate_all(&mut fleet);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    eprintln!(
+        "[etcd] whole cluster SIGKILLed and restarted: both servers answered again {answered_in:.1?} \
+         after the start (from what they held), and took a range from it {healed_in:.1?} after; \
+         {} snowflake and {} segment IDs before, {} and {} in all, none twice",
+        before.0,
+        before.1,
+        seen[0].len(),
+        seen[1].len()
+    );
+}
+
+#[cfg(feature = "etcd")]
+#[test]
+fn a_fleet_on_etcd_losing_its_leader_and_a_member() {
+    let cluster = etcd::Cluster::from_env(&format!("uidgen-fleet-{}", servers::random_suffix()));
+    let url = cluster.url();
+    fleet("etcd", &url, Disruption::EtcdLeader(cluster));
 }

@@ -200,7 +200,8 @@ impl<S: LeaseStore> IntoLeaseStore for S {
         feature = "sqlite",
         feature = "mysql",
         feature = "postgres",
-        feature = "redis"
+        feature = "redis",
+        feature = "etcd"
     )),
     allow(dead_code)
 )]
@@ -252,7 +253,8 @@ const ACQUIRE_ATTEMPTS: usize = 100;
         feature = "sqlite",
         feature = "mysql",
         feature = "postgres",
-        feature = "redis"
+        feature = "redis",
+        feature = "etcd"
     )),
     allow(dead_code)
 )]
@@ -311,7 +313,8 @@ pub(crate) fn acquire(
     feature = "sqlite",
     feature = "mysql",
     feature = "postgres",
-    feature = "redis"
+    feature = "redis",
+    feature = "etcd"
 ))]
 macro_rules! lease_store_over_steps {
     ($store:ty, $steps:ident) => {
@@ -363,6 +366,7 @@ macro_rules! lease_store_over_steps {
     feature = "sqlite",
     feature = "mysql",
     feature = "postgres",
-    feature = "redis"
+    feature = "redis",
+    feature = "etcd"
 ))]
 pub(crate) use lease_store_over_steps;

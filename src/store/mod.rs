@@ -4,18 +4,25 @@
 //! Every network step has a bound, name resolution included; every error names the store
 //! and what to do; no error, `Debug` or log output shows a password.
 
+#[cfg(feature = "etcd")]
+mod etcd;
 pub(crate) mod guard;
 pub(crate) mod lease;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
-#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[cfg(any(
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis",
+    feature = "etcd"
+))]
 mod net;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
 pub(crate) mod segment;
-#[cfg(any(feature = "mysql", feature = "postgres"))]
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "etcd"))]
 mod session;
 #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
 pub(crate) mod sql;
@@ -23,13 +30,23 @@ pub(crate) mod sql;
 pub(crate) mod sqlite;
 #[cfg(all(
     feature = "tls",
-    any(feature = "mysql", feature = "postgres", feature = "redis")
+    any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )
 ))]
 mod tls;
 mod url;
 
 /// Why a TLS handshake failed, if `err` is such a failure (the rustls error inside it).
-#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[cfg(any(
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis",
+    feature = "etcd"
+))]
 pub(crate) fn tls_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
     #[cfg(feature = "tls")]
     return tls::failure(err);
@@ -40,11 +57,18 @@ pub(crate) fn tls_failure(err: &(dyn std::error::Error + 'static)) -> Option<Str
     }
 }
 
+#[cfg(feature = "etcd")]
+pub use self::etcd::{EtcdLeaseStore, EtcdSegmentStore};
 #[cfg(feature = "mysql")]
 pub use self::mysql::{
     MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA,
 };
-#[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+#[cfg(any(
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis",
+    feature = "etcd"
+))]
 pub use self::net::redact_url;
 #[cfg(feature = "postgres")]
 pub use self::postgres::{
@@ -68,18 +92,22 @@ pub enum StoreKind {
     Postgres,
     /// Redis.
     Redis,
+    /// etcd (a consensus store).
+    Etcd,
     /// A store implemented outside this crate.
     Other,
 }
 
 impl StoreKind {
-    /// The engine's name, as messages give it: `SQLite`, `MySQL`, `PostgreSQL`, `Redis`.
+    /// The engine's name, as messages give it: `SQLite`, `MySQL`, `PostgreSQL`, `Redis`,
+    /// `etcd`.
     pub fn name(self) -> &'static str {
         match self {
             StoreKind::Sqlite => "SQLite",
             StoreKind::MySql => "MySQL",
             StoreKind::Postgres => "PostgreSQL",
             StoreKind::Redis => "Redis",
+            StoreKind::Etcd => "etcd",
             StoreKind::Other => "custom",
         }
     }
@@ -91,6 +119,7 @@ impl StoreKind {
             StoreKind::MySql => Some("mysql"),
             StoreKind::Postgres => Some("postgres"),
             StoreKind::Redis => Some("redis"),
+            StoreKind::Etcd => Some("etcd"),
             StoreKind::Other => None,
         }
     }

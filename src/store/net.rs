@@ -11,6 +11,10 @@ use std::time::Duration;
 /// The address of `host:port`. The system resolver blocks, and may block far longer than
 /// our bound (`timeout × attempts` of resolv.conf), so it runs on a thread of its own
 /// that is left behind if it does not answer within `timeout`.
+#[cfg_attr(
+    not(any(feature = "mysql", feature = "postgres", feature = "redis")),
+    allow(dead_code)
+)]
 pub(crate) fn resolve(
     store: &'static str,
     host: &str,
@@ -134,6 +138,10 @@ pub(crate) fn percent_decode(text: &str) -> String {
 /// A network store's URL, parsed here and never by its driver (whose messages may echo
 /// parts of it): one of `schemes`, with a host. Errors are `InvalidUrl`, the URL
 /// redacted; `invalid` makes the engine's own.
+#[cfg_attr(
+    not(any(feature = "mysql", feature = "postgres", feature = "redis")),
+    allow(dead_code)
+)]
 pub(crate) struct NetworkUrl {
     pub url: url::Url,
     pub host: String,
@@ -142,6 +150,10 @@ pub(crate) struct NetworkUrl {
     expected: &'static str,
 }
 
+#[cfg_attr(
+    not(any(feature = "mysql", feature = "postgres", feature = "redis")),
+    allow(dead_code)
+)]
 impl NetworkUrl {
     pub(crate) fn parse(
         raw: &str,

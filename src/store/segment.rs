@@ -240,7 +240,8 @@ pub(crate) fn check_tag(store: &'static str, tag: &str) -> Result<(), StoreError
     feature = "sqlite",
     feature = "mysql",
     feature = "postgres",
-    feature = "redis"
+    feature = "redis",
+    feature = "etcd"
 ))]
 pub(crate) fn check_create(
     store: &'static str,
@@ -320,7 +321,8 @@ pub(crate) fn counter_overflow(
     feature = "sqlite",
     feature = "mysql",
     feature = "postgres",
-    feature = "redis"
+    feature = "redis",
+    feature = "etcd"
 ))]
 pub(crate) fn check_step(store: &'static str, tag: &str, step: u64) -> Result<(), StoreError> {
     if step == 0 || step > MAX_BASE_STEP * 16 {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Every form [`StoreUrl::parse`] accepts, for messages.
 pub const ACCEPTED_STORE_URLS: &str = "a SQLite file path (a file in an existing folder, \
      without ':' or '@'), sqlite:PATH, sqlite://PATH, mysql:// or mariadb://, postgres:// or \
-     postgresql://, redis:// or rediss://";
+     postgresql://, redis:// or rediss://, etcd:// or etcds://";
 
 /// The schemes a store URL may start with, and their engines.
 const SCHEMES: &[(&str, StoreKind)] = &[
@@ -19,6 +19,8 @@ const SCHEMES: &[(&str, StoreKind)] = &[
     ("postgresql", StoreKind::Postgres),
     ("redis", StoreKind::Redis),
     ("rediss", StoreKind::Redis),
+    ("etcd", StoreKind::Etcd),
+    ("etcds", StoreKind::Etcd),
 ];
 
 /// Where a store is: parsed once from any accepted form, and opened as the lease store
@@ -32,6 +34,7 @@ const SCHEMES: &[(&str, StoreKind)] = &[
 /// | `mysql://user[:password]@host[:port]/db`, `mariadb://…`; `?ssl-mode=REQUIRED\|VERIFY_IDENTITY&ssl-ca=PATH` | MySQL / MariaDB |
 /// | `postgres://user[:password]@host[:port]/db`, `postgresql://…`; `?sslmode=require\|verify-ca\|verify-full&sslrootcert=PATH` | PostgreSQL |
 /// | `redis://[[user]:password@]host[:port][/db]`, `rediss://…` (TLS); `?cacert=PATH` | Redis |
+/// | `etcd://[user[:password]@]host[:port][,host[:port]…][/PREFIX]`, `etcds://…` (TLS); `?cacert=PATH` | etcd (every member, comma-separated) |
 ///
 /// Anything else is refused, never taken for a file name: a scheme it does not know, a
 /// known scheme without its `//`, or a path with `:` or `@` (a URL with a typo, which
@@ -211,6 +214,8 @@ impl StoreUrl {
             StoreKind::Postgres => super::postgres::PgConn::new(url, "", "t").map(drop),
             #[cfg(feature = "redis")]
             StoreKind::Redis => super::redis::RedisConn::new(url).map(drop),
+            #[cfg(feature = "etcd")]
+            StoreKind::Etcd => super::etcd::EtcdConn::new(url).map(drop),
             kind => Err(not_built(kind, url)),
         }
     }
@@ -312,7 +317,8 @@ impl StoreUrl {
             SqliteLeaseStore,
             MySqlLeaseStore,
             PostgresLeaseStore,
-            RedisLeaseStore
+            RedisLeaseStore,
+            EtcdLeaseStore
         )
     }
 
@@ -327,7 +333,8 @@ impl StoreUrl {
             SqliteSegmentStore,
             MySqlSegmentStore,
             PostgresSegmentStore,
-            RedisSegmentStore
+            RedisSegmentStore,
+            EtcdSegmentStore
         )
     }
 
@@ -388,6 +395,14 @@ impl StoreUrl {
                 }
                 Ok(Some(Box::new(super::redis::records::RedisRecords { conn })))
             }
+            #[cfg(feature = "etcd")]
+            (Target::Url(raw), StoreKind::Etcd) => {
+                let mut conn = super::etcd::EtcdConn::new(raw)?;
+                if let Some(timeout) = self.timeout {
+                    conn = conn.with_timeout(timeout);
+                }
+                Ok(Some(Box::new(super::etcd::records::EtcdRecords { conn })))
+            }
             #[allow(unreachable_patterns)]
             _ => Ok(None),
         }
@@ -424,7 +439,7 @@ const DEFAULT_SCOPE: &str = "default";
 /// stores: the same builder methods), in table or key prefix `$name` if given, with the
 /// URL's bound. The one place a store is built from a parsed URL.
 macro_rules! open_store {
-    ($url:expr, $name:expr, $sqlite:ident, $mysql:ident, $postgres:ident, $redis:ident) => {{
+    ($url:expr, $name:expr, $sqlite:ident, $mysql:ident, $postgres:ident, $redis:ident, $etcd:ident) => {{
         let (url, name): (&StoreUrl, Option<&str>) = ($url, $name);
         let _ = name;
         match (&url.target, url.kind) {
@@ -464,6 +479,17 @@ macro_rules! open_store {
             #[cfg(feature = "redis")]
             (Target::Url(raw), StoreKind::Redis) => {
                 let mut store = super::$redis::new(raw)?;
+                if let Some(timeout) = url.timeout {
+                    store = store.timeout(timeout);
+                }
+                Ok(match name {
+                    Some(name) => Box::new(store.prefix(name)?),
+                    None => Box::new(store),
+                })
+            }
+            #[cfg(feature = "etcd")]
+            (Target::Url(raw), StoreKind::Etcd) => {
+                let mut store = super::$etcd::new(raw)?;
                 if let Some(timeout) = url.timeout {
                     store = store.timeout(timeout);
                 }
@@ -535,9 +561,19 @@ fn not_built(kind: StoreKind, url: &str) -> StoreError {
 
 /// `text` as an error may show it: redacted where it could hold a password.
 fn shown(text: &str) -> String {
-    #[cfg(any(feature = "mysql", feature = "postgres", feature = "redis"))]
+    #[cfg(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    ))]
     return super::net::redact_url(text);
-    #[cfg(not(any(feature = "mysql", feature = "postgres", feature = "redis")))]
+    #[cfg(not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )))]
     if text.contains('@') || super::is_credential_key(text) || text.contains(':') {
         "(not shown: it could hold a password)".to_owned()
     } else {

@@ -131,6 +131,8 @@ pub fn via(url: &str, addr: std::net::SocketAddr) -> (String, std::net::SocketAd
         Some((user, hostport)) => (format!("{user}@"), hostport),
         None => (String::new(), authority),
     };
+    // Of an etcd URL's members, the first: the relayed URL names the relay alone.
+    let hostport = hostport.split(',').next().unwrap_or(hostport);
     let upstream = std::net::ToSocketAddrs::to_socket_addrs(hostport)
         .unwrap()
         .next()

@@ -18,6 +18,12 @@ pub fn redis_url() -> String {
         .unwrap_or_else(|_| "redis://127.0.0.1:6379/?accept_data_loss=true".into())
 }
 
+/// The suite's etcd cluster (scripts/etcd.sh starts a private 3-member one), every
+/// member in the URL.
+pub fn etcd_url() -> String {
+    std::env::var("UIDGEN_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:2379/uidgen-test".into())
+}
+
 /// Twelve hex digits from the clock and a random hasher: a table or key prefix of a
 /// test's own.
 pub fn random_suffix() -> String {

@@ -4,7 +4,7 @@
 //! store added to uidgen is added to `KINDS` here, and every conformance test runs on it.
 #![allow(dead_code)]
 
-use super::servers::{mysql_url, postgres_url, random_suffix, redis_url};
+use super::servers::{etcd_url, mysql_url, postgres_url, random_suffix, redis_url};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uidgen::{
@@ -13,11 +13,21 @@ use uidgen::{
 };
 
 /// Every engine, in the order tests run them.
+#[cfg(not(feature = "etcd"))]
 pub const KINDS: [StoreKind; 4] = [
     StoreKind::Sqlite,
     StoreKind::MySql,
     StoreKind::Postgres,
     StoreKind::Redis,
+];
+/// Every engine, in the order tests run them.
+#[cfg(feature = "etcd")]
+pub const KINDS: [StoreKind; 5] = [
+    StoreKind::Sqlite,
+    StoreKind::MySql,
+    StoreKind::Postgres,
+    StoreKind::Redis,
+    StoreKind::Etcd,
 ];
 
 /// A lease store behind a trait object, clonable, so one test body serves every kind.
@@ -96,6 +106,13 @@ impl Fixture {
             StoreKind::MySql => (mysql_url(), None),
             StoreKind::Postgres => (postgres_url(), None),
             StoreKind::Redis => (redis_url(), None),
+            // A root prefix of its own: the store's records (its identity, word of data
+            // lost) are the fixture's alone.
+            StoreKind::Etcd => {
+                let url = etcd_url();
+                let (hosts, root) = url.rsplit_once('/').expect("etcd://HOSTS/PREFIX");
+                (format!("{hosts}/{root}-{}", random_suffix()), None)
+            }
             other => panic!("no test server for {other:?}"),
         };
         Self {
@@ -104,6 +121,19 @@ impl Fixture {
             suffix: random_suffix(),
             _dir: dir,
             owner: true,
+        }
+    }
+
+    /// How long to wait for an unrenewed lease to have expired on this store, `wait`
+    /// being enough where TTLs are kept to the millisecond. etcd keeps whole seconds, at
+    /// least its minimum TTL (2 s at the default election timeout), and revokes expired
+    /// leases in a loop every 500 ms: there, at least 3 s (for TTLs up to 2 s). The
+    /// results expected are the same on every store.
+    pub fn outlived(&self, wait: Duration) -> Duration {
+        if self.kind == StoreKind::Etcd {
+            wait.max(Duration::from_secs(3))
+        } else {
+            wait
         }
     }
 
@@ -141,6 +171,7 @@ impl Fixture {
     pub fn lease_name(&self) -> String {
         match self.kind {
             StoreKind::Redis => format!("uidgen:test:{}:lease:", self.suffix),
+            StoreKind::Etcd => "lease/".to_owned(),
             _ => format!("wl_test_{}", self.suffix),
         }
     }
@@ -149,6 +180,7 @@ impl Fixture {
     pub fn segment_name(&self) -> String {
         match self.kind {
             StoreKind::Redis => format!("uidgen:test:{}:segment:", self.suffix),
+            StoreKind::Etcd => "segment/".to_owned(),
             _ => format!("seg_test_{}", self.suffix),
         }
     }
@@ -194,10 +226,13 @@ impl Fixture {
         if self.kind == StoreKind::Sqlite {
             return None;
         }
-        let mut url = url::Url::parse(&self.url).expect("a URL");
-        url.set_ip_host(addr.ip()).expect("an IP host");
-        url.set_port(Some(addr.port())).expect("a port");
-        Some(url.to_string())
+        let (scheme, rest) = self.url.split_once("://").expect("a URL");
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let user = rest[..end]
+            .rsplit_once('@')
+            .map_or(String::new(), |(user, _)| format!("{user}@"));
+        // Every member of an etcd URL becomes the one address.
+        Some(format!("{scheme}://{user}{addr}{}", &rest[end..]))
     }
 
     /// The server's own address, for a relay in front of it; `None` for SQLite.
@@ -206,13 +241,26 @@ impl Fixture {
         if self.kind == StoreKind::Sqlite {
             return None;
         }
-        let url = url::Url::parse(&self.url).expect("a URL");
-        let port = url.port_or_known_default().unwrap_or(match self.kind {
+        let (_, rest) = self.url.split_once("://").expect("a URL");
+        let authority = rest.split(['/', '?']).next().unwrap_or_default();
+        let member = authority.rsplit('@').next().unwrap_or_default();
+        // The first of an etcd URL's members.
+        let member = member.split(',').next().unwrap_or_default();
+        let port = match self.kind {
             StoreKind::MySql => 3306,
             StoreKind::Postgres => 5432,
+            StoreKind::Etcd => 2379,
             _ => 6379,
-        });
-        (url.host_str().expect("a host"), port)
+        };
+        let with_port = if member
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            member.to_owned()
+        } else {
+            format!("{member}:{port}")
+        };
+        with_port
             .to_socket_addrs()
             .expect("the server's address")
             .next()
@@ -246,6 +294,11 @@ impl Drop for Fixture {
                 .and_then(|s| s.destroy())
                 .and_then(|()| uidgen::RedisSegmentStore::new(&url))
                 .and_then(|s| s.prefix(&segment))
+                .and_then(|s| s.destroy()),
+            // Every key under the fixture's root, the records too.
+            #[cfg(feature = "etcd")]
+            StoreKind::Etcd => uidgen::EtcdLeaseStore::new(&url)
+                .and_then(|s| s.prefix(""))
                 .and_then(|s| s.destroy()),
             _ => Ok(()),
         };

@@ -400,6 +400,14 @@ impl Shared {
             (None, Some(id)) => self.adopt(&id, &replaces)?,
             (None, None) => {
                 if let Some(remembered) = self.remembered_identity()? {
+                    // Another process of this machine may have made the identity since the
+                    // read above (it writes the store first, then the memory): the store
+                    // is asked again before it is called lost.
+                    let now = self.records.get(&[STORE_ID])?.pop().flatten();
+                    if now.as_deref() == Some(remembered.as_str()) {
+                        self.adopt(&remembered, &replaces)?;
+                        return Ok(rest);
+                    }
                     self.load_memory_floors()?;
                     lock(&self.state).identity = Some(remembered.clone());
                     return Err(self.declare_lost(format!(

@@ -1,0 +1,163 @@
+# Sourced by scripts/test (or run: scripts/etcd.sh start|stop, see the end): make a
+# 3-member etcd cluster reachable for the store tests and export UIDGEN_ETCD_URL. In order:
+#   1. UIDGEN_ETCD_URL already set: use it as it is.
+#   2. etcd is installed: start a private 3-member cluster on free loopback ports, its
+#      data in a temporary folder.
+#   3. Running as root with apt-get: install etcd-server (Debian's etcd 3.4; its service
+#      is not started), then as 2.
+#   4. Otherwise: stop, saying what to install.
+# The private cluster's folder is exported as UIDGEN_ETCD_CLUSTER: it holds, per member
+# N (1 to 3), mN.args (the command line that starts it again on its data) and mN.pid,
+# so tests can stop a member (the leader, say) and start it again. The cluster is
+# stopped, and its folder removed, when scripts/test exits.
+#
+# Building the `etcd` feature also needs protoc: ensure_protoc installs Debian's
+# protobuf-compiler the same way, or says so.
+
+ETCD_DIR=""
+
+declare -F port_answers >/dev/null || port_answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+stop_private_etcd() {
+    if [ -n "$ETCD_DIR" ]; then
+        local pidfile
+        for pidfile in "$ETCD_DIR"/m*.pid; do
+            [ -e "$pidfile" ] || continue
+            kill "$(cat "$pidfile")" 2>/dev/null || true
+        done
+        sleep 0.5
+        for pidfile in "$ETCD_DIR"/m*.pid; do
+            [ -e "$pidfile" ] || continue
+            kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+        done
+        rm -rf "$ETCD_DIR"
+        ETCD_DIR=""
+    fi
+}
+
+find_etcd() {
+    command -v etcd 2>/dev/null || { [ -x /usr/bin/etcd ] && echo /usr/bin/etcd; } || true
+}
+
+install_with_apt() {
+    local package=$1
+    echo "installing $package with apt-get (no service is started)"
+    local policy=/usr/sbin/policy-rc.d had_policy=""
+    [ -e "$policy" ] && had_policy=1
+    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
+    local status=0
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "$package" >/dev/null || status=$?
+    [ -n "$had_policy" ] || rm -f "$policy"
+    return "$status"
+}
+
+# A free port at or after a random start.
+free_port() {
+    local port=$((20000 + RANDOM % 20000))
+    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    echo "$port"
+}
+
+start_private_etcd() {
+    local server=$1 n cluster="" clients=() peers=() waited=0
+    ETCD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-etcd.XXXXXX")
+    for n in 1 2 3; do
+        clients[n]=$(free_port)
+        while [ "${clients[n]}" = "${clients[n-1]:-}" ] || [ "${clients[n]}" = "${peers[n-1]:-}" ]; do
+            clients[n]=$((clients[n] + 1))
+        done
+        peers[n]=$((clients[n] + 1))
+        while port_answers 127.0.0.1 "${peers[n]}"; do peers[n]=$((peers[n] + 1)); done
+        cluster+="${cluster:+,}m$n=http://127.0.0.1:${peers[n]}"
+    done
+    echo "etcd: starting a private 3-member cluster on 127.0.0.1:${clients[1]},${clients[2]},${clients[3]} (in $ETCD_DIR)"
+    for n in 1 2 3; do
+        # One argument a line: what a test runs to start the member again.
+        printf '%s\n' "$server" --name "m$n" --data-dir "$ETCD_DIR/m$n.data" \
+            --listen-client-urls "http://127.0.0.1:${clients[n]}" \
+            --advertise-client-urls "http://127.0.0.1:${clients[n]}" \
+            --listen-peer-urls "http://127.0.0.1:${peers[n]}" \
+            --initial-advertise-peer-urls "http://127.0.0.1:${peers[n]}" \
+            --initial-cluster "$cluster" --initial-cluster-token "uidgen-$$" \
+            --initial-cluster-state new --log-level warn >"$ETCD_DIR/m$n.args"
+        mapfile -t args <"$ETCD_DIR/m$n.args"
+        "${args[@]}" >>"$ETCD_DIR/m$n.log" 2>&1 &
+        echo $! >"$ETCD_DIR/m$n.pid"
+    done
+    local endpoints="127.0.0.1:${clients[1]},127.0.0.1:${clients[2]},127.0.0.1:${clients[3]}"
+    local web="http://127.0.0.1:${clients[1]},http://127.0.0.1:${clients[2]},http://127.0.0.1:${clients[3]}"
+    until ETCDCTL_API=3 etcdctl --endpoints "$web" endpoint health >/dev/null 2>&1; do
+        if [ "$waited" -ge 300 ]; then
+            echo "etcd: the private cluster did not become healthy in 30 s; its logs:" >&2
+            tail -5 "$ETCD_DIR"/m*.log >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    export UIDGEN_ETCD_URL="etcd://$endpoints/uidgen-test"
+    export UIDGEN_ETCD_CLUSTER="$ETCD_DIR"
+}
+
+ensure_etcd() {
+    if [ -n "${UIDGEN_ETCD_URL:-}" ]; then
+        echo "etcd: using UIDGEN_ETCD_URL"
+        return 0
+    fi
+    local server
+    server=$(find_etcd)
+    if { [ -z "$server" ] || ! command -v etcdctl >/dev/null; } && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        install_with_apt etcd-server || echo "etcd: apt-get could not install etcd-server" >&2
+        command -v etcdctl >/dev/null || install_with_apt etcd-client ||
+            echo "etcd: apt-get could not install etcd-client" >&2
+        server=$(find_etcd)
+    fi
+    if [ -n "$server" ] && command -v etcdctl >/dev/null; then
+        start_private_etcd "$server"
+        return
+    fi
+    cat >&2 <<'MSG'
+etcd: no etcd is reachable, and none could be started.
+  The etcd store tests need a cluster. Any of these works:
+  - install etcd (Debian/Ubuntu: sudo apt-get install etcd-server etcd-client), and
+    scripts/test starts a private 3-member cluster by itself;
+  - point UIDGEN_ETCD_URL at a cluster: etcd://host:2379,host:2379,host:2379/PREFIX
+MSG
+    return 1
+}
+
+ensure_protoc() {
+    command -v protoc >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        install_with_apt protobuf-compiler || echo "protoc: apt-get could not install protobuf-compiler" >&2
+    fi
+    command -v protoc >/dev/null && return 0
+    cat >&2 <<'MSG'
+protoc: not found. The `etcd` feature's client (etcd-client) compiles etcd's .proto files
+  when it is built, with protoc. Install it (Debian/Ubuntu: sudo apt-get install
+  protobuf-compiler), or point PROTOC at a protoc binary, and run again.
+MSG
+    return 1
+}
+
+# Run as a script: `scripts/etcd.sh start` starts a private cluster and prints the
+# variables to export; `scripts/etcd.sh stop DIR` stops the one in DIR.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    case "${1:-}" in
+        start)
+            unset UIDGEN_ETCD_URL
+            ensure_etcd >&2
+            echo "export UIDGEN_ETCD_URL='$UIDGEN_ETCD_URL' UIDGEN_ETCD_CLUSTER='$UIDGEN_ETCD_CLUSTER'"
+            ;;
+        stop)
+            ETCD_DIR=${2:?usage: scripts/etcd.sh stop DIR}
+            stop_private_etcd
+            ;;
+        *)
+            echo "usage: scripts/etcd.sh start | stop DIR" >&2
+            exit 2
+            ;;
+    esac
+fi
