@@ -734,7 +734,22 @@ fn a_holder_killed_with_sigkill_is_replaced_after_its_ttl_above_every_id_it_made
         fixture.lease_store().leases().unwrap();
         let ttl = Duration::from_millis(1_000);
         let mut child = spawn_issuer(fixture, 0, ttl);
-        // Let it run at full speed (borrowing ticks) for a while, then kill it.
+        // Once it holds its lease (a loaded machine may take a while to start it and
+        // connect), let it run at full speed (borrowing ticks) for a while, then kill it.
+        let waiting = Instant::now();
+        while !fixture
+            .lease_store()
+            .leases()
+            .unwrap()
+            .iter()
+            .any(|l| l.expires_in.is_some())
+        {
+            assert!(
+                waiting.elapsed() < Duration::from_secs(60),
+                "the child took no lease within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         std::thread::sleep(Duration::from_millis(1_500));
         child.kill().unwrap();
         let output = child.wait_with_output().unwrap();
