@@ -31,7 +31,7 @@ const CAS_ATTEMPTS: usize = 100;
 ///
 /// let store = EtcdSegmentStore::new("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/ids")?;
 /// let orders = SegmentGenerator::builder(store, "order").create_missing(1, 1000).build()?;
-/// println!("{}", orders.next_id()?);
+/// println!("{}", orders.next_uid()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
