@@ -5,6 +5,9 @@
 //! over the steps is the one every store follows.
 
 use super::{got, number, padded, read_together, EtcdConn};
+// This machine's clock: etcd has none to read (it decides expiry itself, and the
+// remaining TTL it reports is added to this).
+use crate::store::guard::now_ms;
 use crate::store::lease::{LeaseRecord, LeaseRow, LeaseSteps};
 use crate::store::{StoreError, StoreKind};
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
@@ -158,14 +161,6 @@ async fn live_lease(client: &mut Client, lease: i64) -> Result<bool, etcd_client
         return Ok(false);
     }
     Ok(client.lease_time_to_live(lease, None).await?.ttl() > 0)
-}
-
-/// Unix milliseconds of this machine's clock (etcd has none to read: it decides expiry
-/// itself, and the remaining TTL it reports is added to this).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl EtcdLeases {

@@ -2,6 +2,7 @@
 //! a transaction, so a range is taken by exactly one caller.
 
 use super::EtcdConn;
+use crate::store::guard::now_ms;
 use crate::store::segment::{
     check_create, check_step, check_tag, counter_overflow, missing_tag, SegmentStore, TagRecord,
 };
@@ -68,12 +69,6 @@ fn decode(tag: String, value: &[u8]) -> Option<TagRecord> {
         description,
         updated_ms,
     })
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl EtcdSegmentStore {

@@ -138,8 +138,8 @@ pub(crate) fn report(what: String) {
     *lock(&LAST_EVENT) = Some(what);
 }
 
-/// Unix milliseconds now (the machine's clock; only for records people read and the
-/// marks a repair sets).
+/// Unix milliseconds now (the machine's clock; only for records people read, the marks a
+/// repair sets, and etcd's lease expiries, which etcd reports as a TTL left).
 pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
