@@ -39,18 +39,8 @@ find_etcd() {
     command -v etcd 2>/dev/null || { [ -x /usr/bin/etcd ] && echo /usr/bin/etcd; } || true
 }
 
-install_with_apt() {
-    local package=$1
-    echo "installing $package with apt-get (no service is started)"
-    local policy=/usr/sbin/policy-rc.d had_policy=""
-    [ -e "$policy" ] && had_policy=1
-    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
-    local status=0
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "$package" >/dev/null || status=$?
-    [ -n "$had_policy" ] || rm -f "$policy"
-    return "$status"
-}
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # A free port at or after a random start.
 free_port() {

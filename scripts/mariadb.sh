@@ -43,6 +43,15 @@ install_mariadb_server() {
     return "$status"
 }
 
+# Starts mariadbd ($1) on MARIADB_DIR's data and port $2, in the background; sets
+# MARIADB_PID. Its log is appended to, so a restart keeps the first start's.
+launch_private_mariadbd() {
+    "$1" --no-defaults --datadir="$MARIADB_DIR/data" --user="$(id -un)" \
+        --port="$2" --bind-address=127.0.0.1 --socket="$MARIADB_DIR/mysqld.sock" \
+        --pid-file="$MARIADB_DIR/mysqld.pid" --skip-log-bin >>"$MARIADB_DIR/server.log" 2>&1 &
+    MARIADB_PID=$!
+}
+
 start_private_mariadb() {
     local mariadbd=$1 user port install_db client
     user=$(id -un)
@@ -62,10 +71,7 @@ start_private_mariadb() {
         cat "$MARIADB_DIR/install.log" >&2
         return 1
     fi
-    "$mariadbd" --no-defaults --datadir="$MARIADB_DIR/data" --user="$user" \
-        --port="$port" --bind-address=127.0.0.1 --socket="$MARIADB_DIR/mysqld.sock" \
-        --pid-file="$MARIADB_DIR/mysqld.pid" --skip-log-bin >"$MARIADB_DIR/server.log" 2>&1 &
-    MARIADB_PID=$!
+    launch_private_mariadbd "$mariadbd" "$port"
     local waited=0
     until "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot \
         -e 'CREATE DATABASE IF NOT EXISTS test' >/dev/null 2>&1; do
@@ -109,4 +115,36 @@ mariadb: no MariaDB/MySQL is reachable, and none could be started.
   - point UIDGEN_MYSQL_URL at a server: mysql://user:password@host:port/database
 MSG
     return 1
+}
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Restarts the private server in place (scripts/schemes measures what a restart does to
+# IDs): SIGTERM, a clean shutdown, then the same data directory, port and flags as
+# start_private_mariadb (both launch_private_mariadbd); returns once it answers. The data
+# stays.
+# Reads MARIADB_DIR, MARIADB_PID and UIDGEN_MYSQL_URL; sets MARIADB_PID.
+restart_private_mariadb() {
+    local mariadbd client port waited=0
+    mariadbd=$(find_mariadbd)
+    client=$(command -v mariadb || command -v mysql)
+    port=${UIDGEN_MYSQL_URL##*:}
+    port=${port%%/*}
+    kill -TERM "$MARIADB_PID"
+    if ! wait_gone "$MARIADB_PID" 120; then
+        echo "mariadb: the private server did not stop within 120 s of SIGTERM" >&2
+        return 1
+    fi
+    launch_private_mariadbd "$mariadbd" "$port"
+    until "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot \
+        -e 'SELECT 1' >/dev/null 2>&1; do
+        if ! kill -0 "$MARIADB_PID" 2>/dev/null || [ "$waited" -ge 600 ]; then
+            echo "mariadb: the private server did not come back; its log:" >&2
+            tail -20 "$MARIADB_DIR/server.log" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
 }

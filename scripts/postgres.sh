@@ -150,3 +150,16 @@ postgres: no PostgreSQL is reachable, and none could be started.
 MSG
     return 1
 }
+
+# Restarts the private server in place (scripts/schemes measures what a restart does to
+# IDs): pg_ctl's fast shutdown (clean: a checkpoint, then exit), then a start with the
+# options of the last (postmaster.opts: the same port and flags); -w returns once it
+# accepts connections. The data stays. Reads POSTGRES_DIR and POSTGRES_BIN.
+restart_private_postgres() {
+    if ! as_postgres_user "$POSTGRES_BIN/pg_ctl" -D "$POSTGRES_DIR/data" -l "$POSTGRES_DIR/server.log" \
+        -m fast -w -t 60 restart >/dev/null; then
+        echo "postgres: the private server did not come back; its log:" >&2
+        tail -20 "$POSTGRES_DIR/server.log" >&2
+        return 1
+    fi
+}

@@ -45,15 +45,21 @@ install_redis_server() {
     return "$status"
 }
 
+# Starts redis-server ($1) on port $2 in REDIS_DIR, keeping nothing on disk, in the
+# background; sets REDIS_PID.
+launch_private_redis() {
+    "$1" --port "$2" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+        --dir "$REDIS_DIR" >>"$REDIS_DIR/server.log" 2>&1 &
+    REDIS_PID=$!
+}
+
 start_private_redis() {
     local server=$1 port waited=0
     REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-redis.XXXXXX")
     port=$((20000 + RANDOM % 20000))
     while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
     echo "redis: starting a private server on 127.0.0.1:$port (in $REDIS_DIR)"
-    "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
-        --dir "$REDIS_DIR" >"$REDIS_DIR/server.log" 2>&1 &
-    REDIS_PID=$!
+    launch_private_redis "$server" "$port"
     until port_answers 127.0.0.1 "$port"; do
         if ! kill -0 "$REDIS_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
             echo "redis: the private server did not come up; its log:" >&2
@@ -97,4 +103,35 @@ redis: no Redis is reachable, and none could be started.
   - point UIDGEN_REDIS_URL at a server: redis://[:password@]host:port[/db]
 MSG
     return 1
+}
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Restarts the private server in place (scripts/schemes measures what a restart does to
+# IDs): SIGTERM, then the same port, directory and flags as start_private_redis (both
+# launch_private_redis); returns once it answers PING. Without persistence it comes back empty.
+# Reads REDIS_DIR, REDIS_PID and UIDGEN_REDIS_URL; sets REDIS_PID.
+restart_private_redis() {
+    local server port waited=0 reply=""
+    server=$(find_redis_server)
+    port=${UIDGEN_REDIS_URL#redis://127.0.0.1:}
+    port=${port%%/*}
+    kill -TERM "$REDIS_PID"
+    if ! wait_gone "$REDIS_PID" 60; then
+        echo "redis: the private server did not stop within 60 s of SIGTERM" >&2
+        return 1
+    fi
+    launch_private_redis "$server" "$port"
+    # The port opens before a loading server takes commands: wait for +PONG.
+    until reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 &&
+        read -r -t 2 line <&3 && printf '%s' "$line") 2>/dev/null) && [ "${reply%$'\r'}" = "+PONG" ]; do
+        if ! kill -0 "$REDIS_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
+            echo "redis: the private server did not come back; its log:" >&2
+            tail -20 "$REDIS_DIR/server.log" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use uidgen_cli::schemes::chart::{self, Series};
 
 /// One criterion benchmark in IDs per second: at its median, the 95% interval of the
 /// median, and at its mean (which, unlike the median, includes rare long stalls such as
@@ -135,66 +136,25 @@ fn table(group: &Group, params: &[u64], param_name: &str, baseline: &str) -> Str
 /// Mean IDs/s against threads, one line per generator, log scale. The mean, not the
 /// median: a clock-bound generator's waits for the next tick show only in the mean.
 fn svg(group: &Group) -> String {
-    let (w, h, left, right, top, bottom) = (760.0, 460.0, 70.0, 210.0, 30.0, 50.0);
-    let xs = [1u64, 2, 4];
-    let values: Vec<f64> = group
-        .values()
-        .flat_map(|b| b.values().map(|r| r.mean))
+    // Only generators run at more than one thread count make a line.
+    let series: Vec<Series> = group
+        .iter()
+        .filter(|(_, by)| by.len() > 1)
+        .map(|(name, by)| Series {
+            name: name.clone(),
+            points: by.iter().map(|(t, r)| (*t as f64, r.mean)).collect(),
+        })
         .collect();
-    let (lo, hi) = (
-        values
-            .iter()
-            .copied()
-            .fold(f64::MAX, f64::min)
-            .max(1.0)
-            .log10()
-            .floor(),
-        values.iter().copied().fold(1.0, f64::max).log10().ceil(),
-    );
-    let x = |t: u64| {
-        left + (w - left - right) * xs.iter().position(|&v| v == t).unwrap_or(0) as f64 / 2.0
-    };
-    let y =
-        |v: f64| top + (h - top - bottom) * (1.0 - (v.max(1.0).log10() - lo) / (hi - lo).max(1.0));
-    let colors = [
-        "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-        "#17becf", "#ff7f0e", "#393b79", "#637939",
-    ];
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{left}\" y=\"18\" font-size=\"14\">IDs per second against threads (log scale; mean over criterion's samples)</text>\n"
-    );
-    for e in (lo as i32)..=(hi as i32) {
-        let yy = y(10f64.powi(e));
-        let _ = writeln!(s, "<line x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", w - right, left - 6.0, yy + 4.0, m(10f64.powi(e)));
-    }
-    for t in xs {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{t} thread{}</text>",
-            x(t),
-            h - bottom + 20.0,
-            if t == 1 { "" } else { "s" }
-        );
-    }
-    for (i, (name, by)) in group.iter().filter(|(_, by)| by.len() > 1).enumerate() {
-        let color = colors[i % colors.len()];
-        let points: Vec<String> = by
-            .iter()
-            .map(|(t, r)| format!("{:.1},{:.1}", x(*t), y(r.mean)))
-            .collect();
-        let width = if name.starts_with("uidgen") { 3 } else { 1 };
-        let _ = writeln!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"{width}\" points=\"{}\"/>",
-            points.join(" ")
-        );
-        let ly = top + 10.0 + 18.0 * i as f64;
-        let _ = writeln!(s, "<line x1=\"{:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"{color}\" stroke-width=\"{width}\"/><text x=\"{:.1}\" y=\"{:.1}\">{name}</text>", w - right + 10.0, w - right + 30.0, w - right + 36.0, ly + 4.0);
-    }
-    s.push_str("</svg>\n");
-    s
+    let title = "IDs per second against threads (log scale; mean over criterion's samples)";
+    chart::lines(title, "threads", "IDs/s", &series, true, true).unwrap_or_else(|e| {
+        // The report is still written; the image says why it has no chart.
+        eprintln!("results/throughput.svg: {e}");
+        let e = e.to_string().replace('&', "&amp;").replace('<', "&lt;");
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"480\" height=\"40\">\
+             <text x=\"10\" y=\"25\">no chart: {e}</text></svg>\n"
+        )
+    })
 }
 
 /// The `patterns` group: each benchmark's time per ID, and what starting a thread

@@ -350,9 +350,10 @@ pub(crate) struct BenchArgs {
     /// wave) [default: 1; 400 for light]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) threads: Option<u16>,
-    /// How long to run, in seconds (more than 0, at most 86400).
-    #[arg(long, default_value_t = 5.0)]
-    pub(crate) seconds: f64,
+    /// How long to run, in seconds (more than 0, at most 86400) [default: 5; with
+    /// --scheme, 1 for each thread count]
+    #[arg(long)]
+    pub(crate) seconds: Option<f64>,
     /// single and alternate only: run this many seconds first, unmeasured, so the
     /// padder has sized its fills to the load (0 to 60; the report gives the warm-up's
     /// rejected takes apart) [default: 1]
@@ -389,6 +390,28 @@ pub(crate) struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Measure an ID scheme of the literature instead of a generator: NAME is one of
+    /// --scheme list's (UUID, ULID, ObjectId, snowflake, auto-increment, Flickr's ticket
+    /// servers, Redis INCR, Instagram's, ZooKeeper, uidgen's own, Leaf's and Tinyid's
+    /// routes). It runs at 1, 2 and 8 threads (or --threads), each thread with a
+    /// connection of its own, checks every ID unique, and measures a restart. Its server,
+    /// if it needs one, is --store (with --second-store for a two-server scheme).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["pattern", "generator", "batch", "no_check"])]
+    pub(crate) scheme: Option<String>,
+    /// --scheme: the second server of a two-server scheme (mysql-auto-increment-2,
+    /// flickr-ticket-2).
+    #[arg(long, value_name = "URL", requires = "scheme")]
+    pub(crate) second_store: Option<String>,
+    /// --scheme: a shell command that restarts the scheme's store and returns once it
+    /// answers, run between two runs of --restart-seconds; the IDs after it are looked up
+    /// among those before. Without it an in-process scheme is restarted by making its
+    /// generator anew, and a store's restart is not measured.
+    #[arg(long, value_name = "COMMAND", requires = "scheme")]
+    pub(crate) restart_with: Option<String>,
+    /// --scheme: each of the two runs around the restart, in seconds (more than 0, at
+    /// most 3600) [default: 0.5]
+    #[arg(long, value_name = "SECONDS", requires = "scheme")]
+    pub(crate) restart_seconds: Option<f64>,
     #[command(flatten)]
     pub(crate) worker: WorkerArgs,
     #[command(flatten)]
@@ -422,6 +445,20 @@ impl BenchArgs {
         }
         if self.batch > 1 && matches!(pattern, Pattern::Churn | Pattern::Light) {
             return Some(wrong("--batch above 1", "--pattern single and alternate:N"));
+        }
+        if self.scheme.is_some() {
+            for (given, option) in [
+                (self.warmup.is_some(), "--warmup"),
+                (self.count.is_some(), "--count"),
+                (self.interval_ms.is_some(), "--interval-ms"),
+                (self.max_step.is_some(), "--max-step"),
+                (self.no_prefetch, "--no-prefetch"),
+            ] {
+                if given {
+                    return Some(format!("{option} does not apply to --scheme"));
+                }
+            }
+            return None;
         }
         if self.generator != BenchGenerator::Segment {
             for (given, option) in [

@@ -11,6 +11,7 @@ mod commands;
 mod http;
 mod output;
 mod redact;
+pub mod schemes;
 mod source;
 mod words;
 

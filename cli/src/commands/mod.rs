@@ -99,6 +99,9 @@ pub(crate) fn execute(
             if let Some(problem) = args.misplaced_option() {
                 return Ok(usage_error("bench", &problem, stdout, stderr));
             }
+            if let Some(name) = &args.scheme {
+                return bench::schemes::run(&args, name, env, stdout);
+            }
             let options = bench::options(&args)?;
             let supply = bench::Supply::choose(&args, env)?;
             bench::run(&args, &options, supply, stdout)

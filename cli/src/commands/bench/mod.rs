@@ -11,6 +11,7 @@ mod generators;
 mod patterns;
 mod recorder;
 mod report;
+pub(crate) mod schemes;
 
 pub(crate) use patterns::Pattern;
 
@@ -56,7 +57,7 @@ impl Supply {
 /// The run's settings from the options, each default filled in; refuses values out of
 /// range.
 pub(crate) fn options(args: &BenchArgs) -> Result<BenchOptions, Failure> {
-    let seconds = args.seconds;
+    let seconds = args.seconds.unwrap_or(5.0);
     if !(seconds > 0.0 && seconds <= 86_400.0) {
         return Err(Failure::msg(format!(
             "--seconds {seconds} is out of range: more than 0, at most 86400"

@@ -1,0 +1,29 @@
+# Sourced by the scripts that start private servers: what they share.
+#   install_with_apt PACKAGE: installs a Debian package (as root) without starting its
+#     service (a policy-rc.d forbids it for the install's length).
+#   wait_gone PID SECONDS: waits for a process to end; 1 if it still runs.
+
+install_with_apt() {
+    local package=$1
+    echo "installing $package with apt-get (no service is started)"
+    local policy=/usr/sbin/policy-rc.d had_policy=""
+    [ -e "$policy" ] && had_policy=1
+    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
+    local status=0
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "$package" >/dev/null || status=$?
+    [ -n "$had_policy" ] || rm -f "$policy"
+    return "$status"
+}
+
+# A zombie counts as ended: only its parent can reap it, and the caller may be another
+# process (a restart command of scripts/schemes).
+wait_gone() {
+    local pid=$1 tenths=$(($2 * 10))
+    while kill -0 "$pid" 2>/dev/null; do
+        case $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) in Z*) return 0 ;; esac
+        [ "$tenths" -gt 0 ] || return 1
+        sleep 0.1
+        tenths=$((tenths - 1))
+    done
+}
