@@ -45,7 +45,10 @@ pub fn markdown(results: &[SchemeResult], skipped: &[Skipped], machine: &Machine
          IDs taken again, and those after it looked up among every ID handed out before it. \
          In-process schemes make their generator anew, as a restarted process would.\n\
          - *sorts by time*: one thread's consecutive IDs compared (as numbers, or as text \
-         for a text ID).\n\n",
+         for a text ID).\n\
+         - `scripts/schemes` runs the two-server schemes on two databases of one MariaDB, \
+         and its private PostgreSQL with fsync off (its restarts are clean shutdowns, which \
+         lose nothing either way).\n\n",
         machine.command, machine.date, machine.cores, machine.cpu, machine.rustc
     );
     md.push_str(
