@@ -210,7 +210,20 @@ fn leaf_and_tinyid_routes_through_uidgen_serve() {
         assert!(r.order.sorts_by_time(), "{name}: {:?}", r.order);
         assert_eq!(r.needs, "uidgen serve (and its store)");
     }
-    // A tag the service does not have is refused in the service's words.
+    // A tag the service does not have is refused in the service's words; one with
+    // characters a URL must escape reaches the service as itself.
+    let out = output(&mut uidgen(&[
+        "bench",
+        "--scheme",
+        "tinyid-http",
+        "--store",
+        &service,
+        "--tag",
+        "a b&c/d?e",
+        "--seconds",
+        "0.1",
+    ]));
+    assert_fails_with(&out, 1, &["a b&c/d?e"]);
     let out = output(&mut uidgen(&[
         "bench",
         "--scheme",
@@ -354,6 +367,10 @@ fn bad_command_lines_are_refused_in_words() {
         "0",
     ]));
     assert_fails_with(&out, 1, &["--seconds 0 is out of range"]);
+    let out = output(&mut uidgen(&[
+        "bench", "--scheme", "uuid-v4", "--store", "/tmp/x",
+    ]));
+    assert_fails_with(&out, 1, &["--store does not apply to --scheme uuid-v4"]);
     let out = output(&mut uidgen(&[
         "bench",
         "--scheme",

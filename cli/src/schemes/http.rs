@@ -67,17 +67,35 @@ fn open(place: &Place<'_>, route: Route) -> Result<Box<dyn Scheme>, Error> {
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v.into_owned());
     let authorization = token.as_ref().map(|t| format!("Bearer {t}"));
-    let origin = parsed.origin().ascii_serialization();
-    let tag = place.tag;
-    let url = match route {
-        Route::LeafSegment => format!("{origin}/api/segment/get/{tag}"),
-        Route::LeafSnowflake => format!("{origin}/api/snowflake/get/{tag}"),
-        Route::Tinyid => {
-            let token = token.map(|t| format!("&token={t}")).unwrap_or_default();
-            format!("{origin}/tinyid/id/nextIdSimple?bizType={tag}&batchSize={BATCH}{token}")
-        }
+    // The tag and token escaped by the URL's own builders: a tag may hold any character.
+    let mut url = parsed.clone();
+    url.set_query(None);
+    let (path, query) = match route {
+        Route::LeafSegment => (["api", "segment", "get"], false),
+        Route::LeafSnowflake => (["api", "snowflake", "get"], false),
+        Route::Tinyid => (["tinyid", "id", "nextIdSimple"], true),
     };
-    Ok(Box::new(Service { url, authorization }))
+    {
+        let mut p = url
+            .path_segments_mut()
+            .map_err(|()| format!("not a service URL: {}", super::describe(base)))?;
+        p.clear().extend(path);
+        if !query {
+            p.push(place.tag);
+        }
+    }
+    if query {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("bizType", place.tag)
+            .append_pair("batchSize", &BATCH.to_string());
+        if let Some(token) = &token {
+            q.append_pair("token", token);
+        }
+    }
+    Ok(Box::new(Service {
+        url: url.to_string(),
+        authorization,
+    }))
 }
 
 impl Scheme for Service {
