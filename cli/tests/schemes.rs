@@ -305,9 +305,11 @@ fn a_store_restart_is_measured_redis_without_persistence_repeats_incr() {
         &[],
     );
     assert_eq!(r.restart.what, "store");
+    // The private Redis counted 1..=N before the restart and 1..=M after it.
+    let n: u64 = r.runs.iter().map(|run| run.ids).sum::<u64>() + r.restart.before;
     assert!(
-        r.restart.repeats > 0 && r.restart.repeats == r.restart.after,
-        "a Redis that keeps nothing starts INCR at 1 again: {:?}",
+        r.restart.repeats > 0 && r.restart.repeats == r.restart.after.min(n),
+        "a Redis that keeps nothing starts INCR at 1 again: {n} before, {:?}",
         r.restart
     );
     // The same restart of a Redis that fsyncs every write to its log: nothing repeats.
@@ -390,7 +392,7 @@ fn bad_command_lines_are_refused_in_words() {
         "--seconds",
         "0.05",
     ]));
-    assert_fails_with(&out, 1, &["--restart-with \"exit 3\" failed"]);
+    assert_fails_with(&out, 1, &["the --restart-with command failed", "3"]);
     // A password in a store URL is never shown, even when the server cannot be reached.
     let out = output(&mut uidgen(&[
         "bench",

@@ -5,7 +5,7 @@
 use super::result::{Latency, Order, Restart, SchemeResult, ThreadRun};
 use super::{Client, Entry, Error, Scheme};
 use hdrhistogram::Histogram;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::thread;
@@ -26,7 +26,7 @@ pub(crate) struct Plan {
 
 /// Keys of IDs a run keeps (16 bytes each): past this, a thread stops early rather than
 /// take the machine's memory (the report's IDs/s is over the time it ran).
-const MAX_KEYS_PER_RUN: usize = 100_000_000;
+const MAX_KEYS_PER_RUN: usize = 30_000_000;
 
 /// Runs `entry` as `plan` says; `open` opens it (again after a restart). The result's
 /// runs hold each run's duplicates: the caller fails the run on any.
@@ -41,16 +41,17 @@ pub(crate) fn measure(
         pairs: 0,
         rising: 0,
     };
-    // Every ID handed out before the restart: one after it that repeats any of them is a
-    // repeat (a store that lost its counter starts again below the last run's IDs).
+    // Every ID handed out so far, sorted: each run's IDs must be new to it (a duplicate
+    // across runs is one too), and after the restart a repeat of any of them counts.
     let mut history: Vec<u128> = Vec::new();
     for &threads in &plan.threads {
-        let (run, keys) = run(&*scheme, threads, plan.duration)?;
+        let (mut run, run_order, keys) = run(&*scheme, threads, plan.duration)?;
         if threads == 1 || order.pairs == 0 {
-            order = order_of(&keys[0]);
+            order = run_order;
         }
+        run.duplicates += found_in(&history, &keys);
         runs.push(run);
-        history.extend(keys.into_iter().flatten());
+        merge_into(&mut history, keys);
     }
     let restart = restart(entry, plan, scheme, open, history)?;
     Ok(SchemeResult {
@@ -67,12 +68,13 @@ pub(crate) fn measure(
 }
 
 /// One run: `threads` threads, each with a client of its own, for `duration`; the run's
-/// figures and each thread's keys in the order taken.
+/// figures (its duplicates those within it), the order of the first thread's keys, and
+/// all the keys, sorted.
 fn run(
     scheme: &dyn Scheme,
     threads: usize,
     duration: Duration,
-) -> Result<(ThreadRun, Vec<Vec<u128>>), Error> {
+) -> Result<(ThreadRun, Order, Vec<u128>), Error> {
     let clients = (0..threads)
         .map(|_| scheme.client())
         .collect::<Result<Vec<_>, _>>()?;
@@ -88,18 +90,16 @@ fn run(
         let began = Instant::now();
         thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
-        let seen: Vec<Seen> = handles
+        let seen: Vec<Result<Seen, Error>> = handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    let mut seen = Seen::new();
-                    seen.first_error = Some("a client's thread panicked".to_owned());
-                    seen
-                })
+                h.join()
+                    .map_err(|_| "a client's thread panicked".to_owned())
             })
             .collect();
         (seen, began.elapsed())
     });
+    let seen = seen.into_iter().collect::<Result<Vec<Seen>, Error>>()?;
     let mut histogram = new_histogram();
     let (mut calls, mut errors, mut ids) = (0, 0, 0u64);
     let mut first_error = None;
@@ -120,8 +120,13 @@ fn run(
         .iter()
         .map(|s| s.elapsed.unwrap_or(elapsed).as_secs_f64())
         .fold(0.0, f64::max);
-    let keys: Vec<Vec<u128>> = seen.into_iter().map(|s| s.keys).collect();
-    let duplicates = count_repeats(&keys);
+    let order = order_of(&seen[0].keys);
+    let mut keys: Vec<u128> = Vec::with_capacity(ids as usize);
+    for s in seen {
+        keys.extend(s.keys);
+    }
+    keys.sort_unstable();
+    let duplicates = keys.windows(2).filter(|w| w[0] == w[1]).count() as u64;
     Ok((
         ThreadRun {
             threads,
@@ -133,6 +138,7 @@ fn run(
             ids_per_sec: ids as f64 / seconds,
             latency: latency(&histogram),
         },
+        order,
         keys,
     ))
 }
@@ -216,20 +222,29 @@ fn order_of(keys: &[u128]) -> Order {
     Order { pairs, rising }
 }
 
-/// Keys that appear more than once over all the threads' keys (each repeat counted).
-pub(crate) fn count_repeats(keys: &[Vec<u128>]) -> u64 {
-    let mut all: Vec<u128> = keys.iter().flatten().copied().collect();
-    all.sort_unstable();
-    all.windows(2).filter(|w| w[0] == w[1]).count() as u64
+/// Keys of `keys` (sorted) found in `history` (sorted), each counted.
+fn found_in(history: &[u128], keys: &[u128]) -> u64 {
+    let (mut h, mut found) = (0, 0);
+    for key in keys {
+        while h < history.len() && history[h] < *key {
+            h += 1;
+        }
+        if h < history.len() && history[h] == *key {
+            found += 1;
+        }
+    }
+    found
 }
 
-/// Keys of `after` found among `before`.
-fn repeats_of(before: &mut [u128], after: &[u128]) -> u64 {
-    before.sort_unstable();
-    after
-        .iter()
-        .filter(|k| before.binary_search(k).is_ok())
-        .count() as u64
+/// Adds the sorted `keys` to the sorted `history`, keeping it sorted.
+fn merge_into(history: &mut Vec<u128>, keys: Vec<u128>) {
+    if history.is_empty() {
+        *history = keys;
+        return;
+    }
+    history.extend(keys);
+    // Two sorted runs: the sort merges them.
+    history.sort();
 }
 
 /// One thread's run before the restart, the restart, one thread's run after it; the IDs
@@ -251,41 +266,77 @@ fn restart(
                 before: 0,
                 after: 0,
                 repeats: 0,
+                errors: 0,
                 note: "no --restart-with command to restart the store".to_owned(),
             })
         }
     };
-    let (_, before) = run(&*scheme, 1, plan.restart_duration)?;
+    let (before_run, _, before) = run(&*scheme, 1, plan.restart_duration)?;
+    let repeated = before_run.duplicates + found_in(&history, &before);
+    if repeated > 0 {
+        return Err(format!(
+            "{repeated} duplicate ID(s) in the run before the restart (the store was not \
+             restarted yet)"
+        ));
+    }
     // The old generator or connections go first, as a process's would.
     drop(scheme);
     let note = match &plan.restart_with {
         Some(command) => {
-            let status = Command::new("sh")
-                .arg("-c")
-                .arg(command)
-                .status()
-                .map_err(|e| format!("cannot run --restart-with: {e}"))?;
-            if !status.success() {
-                return Err(format!("--restart-with {command:?} failed: {status}"));
-            }
-            format!("ran: {command}")
+            run_restart(command)?;
+            // Not the command itself: it may hold a password.
+            "ran the --restart-with command".to_owned()
         }
         None => "the generator made anew in the same process, as a restarted process \
                  would make it"
             .to_owned(),
     };
     let scheme = open_again(open)?;
-    let (_, after) = run(&*scheme, 1, plan.restart_duration)?;
-    let just_before = before[0].len() as u64;
-    history.extend(before.into_iter().flatten());
-    let repeats = repeats_of(&mut history, &after[0]);
+    let (after_run, _, after) = run(&*scheme, 1, plan.restart_duration)?;
+    let just_before = before.len() as u64;
+    merge_into(&mut history, before);
+    // A key repeated within the run after counts once per repeat, as across it.
+    let repeats = after_run.duplicates + found_in(&history, &after);
     Ok(Restart {
         what: what.to_owned(),
         before: just_before,
-        after: after[0].len() as u64,
+        after: after.len() as u64,
+        errors: before_run.errors + after_run.errors,
         repeats,
         note,
     })
+}
+
+/// The longest a --restart-with command may take.
+const RESTART_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs the restart command with its output on stderr (stdout is the report's), killed
+/// past [`RESTART_LIMIT`].
+fn run_restart(command: &str) -> Result<(), Error> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::io::stderr()))
+        .spawn()
+        .map_err(|e| format!("cannot run --restart-with: {e}"))?;
+    let deadline = Instant::now() + RESTART_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("the --restart-with command failed: {status}")),
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the --restart-with command did not end within {} s",
+                    RESTART_LIMIT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("the --restart-with command: {e}")),
+        }
+    }
 }
 
 /// Opens the scheme after a restart, giving a store that is still starting up 30 s.
@@ -307,12 +358,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn repeats_are_counted_within_a_run_and_across_a_restart() {
-        assert_eq!(count_repeats(&[vec![1, 2, 3], vec![4, 5]]), 0);
-        assert_eq!(count_repeats(&[vec![1, 2, 3], vec![3, 2]]), 2);
-        assert_eq!(count_repeats(&[vec![7, 7, 7]]), 2);
-        assert_eq!(repeats_of(&mut [5, 1, 3], &[3, 4, 5, 6]), 2);
-        assert_eq!(repeats_of(&mut [], &[1]), 0);
+    fn keys_are_looked_up_in_the_history_and_merged_into_it() {
+        let mut history = Vec::new();
+        merge_into(&mut history, vec![1, 3, 5]);
+        assert_eq!(found_in(&history, &[0, 2, 4, 6]), 0);
+        assert_eq!(found_in(&history, &[1, 3, 3, 6]), 3);
+        merge_into(&mut history, vec![2, 4]);
+        assert_eq!(history, [1, 2, 3, 4, 5]);
+        assert_eq!(found_in(&history, &[5, 6]), 1);
+        assert_eq!(found_in(&[], &[1]), 0);
     }
 
     #[test]

@@ -67,6 +67,13 @@ fn open(place: &Place<'_>, route: Route) -> Result<Box<dyn Scheme>, Error> {
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v.into_owned());
     let authorization = token.as_ref().map(|t| format!("Bearer {t}"));
+    // A path segment of . or .. is dropped by URL rules: the request would name no tag.
+    if matches!(place.tag, "" | "." | "..") {
+        return Err(format!(
+            "--tag {:?} cannot be a tag in a URL path",
+            place.tag
+        ));
+    }
     // The tag and token escaped by the URL's own builders: a tag may hold any character.
     let mut url = parsed.clone();
     url.set_query(None);

@@ -251,19 +251,25 @@ pub(crate) fn find(name: &str) -> Result<Entry, Error> {
     Ok(entry)
 }
 
-/// A store URL without its password or token, for the report.
+/// A store URL without its password, token or other credential, for the report; a text
+/// that is not a URL but may hold one (PostgreSQL's `password=…` form) is not shown.
 pub(crate) fn describe(url: &str) -> String {
+    let secret = uidgen::is_credential_key;
     let Ok(mut parsed) = url::Url::parse(url) else {
-        return url.to_owned();
+        return if url.contains('=') || url.contains('@') {
+            "(not shown: not a URL, and it may hold a password)".to_owned()
+        } else {
+            url.to_owned()
+        };
     };
     if parsed.password().is_some() {
         let _ = parsed.set_password(Some("***"));
     }
-    if parsed.query_pairs().any(|(k, _)| k == "token") {
+    if parsed.query_pairs().any(|(k, _)| secret(&k)) {
         let pairs: Vec<(String, String)> = parsed
             .query_pairs()
             .map(|(k, v)| {
-                let v = if k == "token" { "***".into() } else { v };
+                let v = if secret(&k) { "***".into() } else { v };
                 (k.into_owned(), v.into_owned())
             })
             .collect();
@@ -285,6 +291,26 @@ fn set_open(all: &mut [Entry], name: &str, open: Opener) {
     }
 }
 
+/// The longest one call to a store may take: a store that stops answering fails the call
+/// instead of hanging the run.
+#[cfg(any(
+    feature = "mysql",
+    feature = "postgres",
+    feature = "redis",
+    feature = "zookeeper"
+))]
+pub(crate) const CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `call` on `rt`, failing it past [`CALL_LIMIT`].
+#[cfg(any(feature = "mysql", feature = "postgres", feature = "zookeeper"))]
+fn within_limit<T>(
+    rt: &tokio::runtime::Runtime,
+    call: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    rt.block_on(async { tokio::time::timeout(CALL_LIMIT, call).await })
+        .unwrap_or_else(|_| Err(format!("no answer within {} s", CALL_LIMIT.as_secs())))
+}
+
 /// A current-thread tokio runtime for a thread that drives an async client call by call.
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "zookeeper"))]
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
@@ -303,5 +329,9 @@ mod tests {
         let d = super::describe("http://127.0.0.1:8080/?token=SECRETPW&x=1");
         assert_eq!(d, "http://127.0.0.1:8080/?token=***&x=1");
         assert_eq!(super::describe("/a/file.sqlite3"), "/a/file.sqlite3");
+        let d = super::describe("postgres://u@h/db?password=SECRETPW&sslmode=require");
+        assert_eq!(d, "postgres://u@h/db?password=***&sslmode=require");
+        let d = super::describe("host=h user=u password=SECRETPW");
+        assert!(!d.contains("SECRETPW"), "{d}");
     }
 }

@@ -3,7 +3,7 @@
 //! even IDs (`auto_increment_increment` 2, `auto_increment_offset` 1 and 2), a client
 //! taking from the servers in turn.
 
-use super::{runtime, set_open, Client, Entry, Error, Place, Scheme};
+use super::{runtime, set_open, within_limit, Client, Entry, Error, Place, Scheme};
 use mysql_async::prelude::Queryable;
 
 pub(super) fn fill(all: &mut [Entry]) {
@@ -76,7 +76,7 @@ fn open(place: &Place<'_>, kind: Kind, servers: usize) -> Result<Box<dyn Scheme>
         })
         .collect::<Result<Vec<_>, _>>()?;
     let rt = runtime()?;
-    rt.block_on(async {
+    within_limit(&rt, async {
         for opts in &pools {
             let mut conn = mysql_async::Conn::new(opts.clone())
                 .await
@@ -95,7 +95,7 @@ impl Scheme for Mysql {
     fn client(&self) -> Result<Box<dyn Client>, Error> {
         let rt = runtime()?;
         let servers = self.pools.len();
-        let conns = rt.block_on(async {
+        let conns = within_limit(&rt, async {
             let mut conns = Vec::new();
             for (i, opts) in self.pools.iter().enumerate() {
                 let mut conn = mysql_async::Conn::new(opts.clone())
@@ -123,11 +123,12 @@ impl Scheme for Mysql {
     }
 }
 
+/// The runtime last: fields drop in order, and the connections need it to close.
 struct Connections {
-    rt: tokio::runtime::Runtime,
     conns: Vec<mysql_async::Conn>,
     turn: usize,
     kind: Kind,
+    rt: tokio::runtime::Runtime,
 }
 
 impl Client for Connections {
@@ -135,7 +136,7 @@ impl Client for Connections {
         self.turn = (self.turn + 1) % self.conns.len();
         let conn = &mut self.conns[self.turn];
         let statement = self.kind.statement();
-        let id = self.rt.block_on(async {
+        let id = within_limit(&self.rt, async {
             conn.query_drop(statement)
                 .await
                 .map_err(|e| format!("MySQL: {e}"))?;

@@ -2,7 +2,7 @@
 //! since Instagram's epoch (41 bits), a shard ID (13 bits) and a sequence's next value
 //! modulo 1024 (10 bits), as Instagram's engineering blog describes it.
 
-use super::{runtime, set_open, Client, Entry, Error, Place, Scheme};
+use super::{runtime, set_open, within_limit, Client, Entry, Error, Place, Scheme};
 
 pub(super) fn fill(all: &mut [Entry]) {
     set_open(all, "instagram", open);
@@ -41,19 +41,24 @@ fn open(place: &Place<'_>) -> Result<Box<dyn Scheme>, Error> {
         .clone();
     let scheme = Instagram { url };
     let client = scheme.connect()?;
-    client
-        .rt
-        .block_on(client.client.batch_execute(SETUP))
-        .map_err(|e| format!("cannot make the function: {e}"))?;
+    within_limit(&client.rt, async {
+        client
+            .client
+            .batch_execute(SETUP)
+            .await
+            .map_err(|e| format!("cannot make the function: {e}"))
+    })?;
     Ok(Box::new(scheme))
 }
 
 impl Instagram {
     fn connect(&self) -> Result<Connection, Error> {
         let rt = runtime()?;
-        let (client, connection) = rt
-            .block_on(tokio_postgres::connect(&self.url, tokio_postgres::NoTls))
-            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
+        let (client, connection) = within_limit(&rt, async {
+            tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+                .await
+                .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))
+        })?;
         // Drives the connection while a query waits (each call blocks on this runtime).
         rt.spawn(connection);
         Ok(Connection { rt, client })
@@ -63,14 +68,13 @@ impl Instagram {
 impl Scheme for Instagram {
     fn client(&self) -> Result<Box<dyn Client>, Error> {
         let connection = self.connect()?;
-        let statement = connection
-            .rt
-            .block_on(
-                connection
-                    .client
-                    .prepare("SELECT uidgen_schemes_instagram_id($1)"),
-            )
-            .map_err(|e| format!("PostgreSQL: {e}"))?;
+        let statement = within_limit(&connection.rt, async {
+            connection
+                .client
+                .prepare("SELECT uidgen_schemes_instagram_id($1)")
+                .await
+                .map_err(|e| format!("PostgreSQL: {e}"))
+        })?;
         Ok(Box::new(Prepared {
             connection,
             statement,
@@ -78,9 +82,10 @@ impl Scheme for Instagram {
     }
 }
 
+/// The runtime last: fields drop in order, and the client closes on it.
 struct Connection {
-    rt: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
+    rt: tokio::runtime::Runtime,
 }
 
 struct Prepared {
@@ -91,9 +96,13 @@ struct Prepared {
 impl Client for Prepared {
     fn next(&mut self, out: &mut Vec<u128>) -> Result<(), Error> {
         let Connection { rt, client } = &mut self.connection;
-        let row = rt
-            .block_on(client.query_one(&self.statement, &[&SHARD]))
-            .map_err(|e| format!("PostgreSQL: {e}"))?;
+        let statement = &self.statement;
+        let row = within_limit(rt, async {
+            client
+                .query_one(statement, &[&SHARD])
+                .await
+                .map_err(|e| format!("PostgreSQL: {e}"))
+        })?;
         let id: i64 = row.try_get(0).map_err(|e| format!("PostgreSQL: {e}"))?;
         out.push(id as u128);
         Ok(())

@@ -56,8 +56,13 @@ impl Scheme for Redis {
     fn client(&self) -> Result<Box<dyn Client>, Error> {
         let connection = self
             .client
-            .get_connection()
+            .get_connection_with_timeout(super::CALL_LIMIT)
             .map_err(|e| format!("cannot connect to Redis: {e}"))?;
+        // A Redis that stops answering fails the call instead of hanging the run.
+        connection
+            .set_read_timeout(Some(super::CALL_LIMIT))
+            .and_then(|()| connection.set_write_timeout(Some(super::CALL_LIMIT)))
+            .map_err(|e| format!("Redis: {e}"))?;
         Ok(Box::new(Connection {
             connection,
             kind: self.kind,

@@ -35,7 +35,8 @@ pub struct ThreadRun {
     pub calls: u64,
     /// Calls that failed (the store refused or was unreachable).
     pub errors: u64,
-    /// IDs handed out more than once in this run; a run with any fails.
+    /// IDs handed out more than once in this run, or already in an earlier run of the
+    /// same command; a run with any fails.
     pub duplicates: u64,
     pub seconds: f64,
     pub ids_per_sec: f64,
@@ -82,6 +83,9 @@ pub struct Restart {
     pub before: u64,
     pub after: u64,
     pub repeats: u64,
+    /// Calls that failed in the two runs around the restart.
+    #[serde(default)]
+    pub errors: u64,
     /// Why it was not measured, or what the restart was.
     pub note: String,
 }

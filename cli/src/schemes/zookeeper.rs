@@ -1,8 +1,9 @@
 //! A ZooKeeper sequential node per ID: the number ZooKeeper appends to the node's name
-//! (its parent's count of children made, kept through restarts) is the ID. The nodes are
-//! ephemeral, so a run leaves nothing behind when its sessions close.
+//! (from its parent's count of changes to its children, kept through restarts) is the
+//! ID. The nodes are ephemeral: they go when their session ends (at most its 10 s
+//! timeout after the run).
 
-use super::{runtime, set_open, Client, Entry, Error, Place, Scheme};
+use super::{runtime, set_open, within_limit, Client, Entry, Error, Place, Scheme};
 
 pub(super) fn fill(all: &mut [Entry]) {
     set_open(all, "zookeeper-sequential", open);
@@ -27,8 +28,10 @@ fn open(place: &Place<'_>) -> Result<Box<dyn Scheme>, Error> {
         .strip_prefix("zk://")
         .ok_or_else(|| format!("not a ZooKeeper URL (zk://HOST:PORT[/PARENT]): {url}"))?;
     let (cluster, parent) = match rest.split_once('/') {
-        Some((cluster, "")) => (cluster, DEFAULT_PARENT.to_owned()),
-        Some((cluster, parent)) => (cluster, format!("/{parent}")),
+        Some((cluster, parent)) if !parent.trim_matches('/').is_empty() => {
+            (cluster, format!("/{}", parent.trim_matches('/')))
+        }
+        Some((cluster, _)) => (cluster, DEFAULT_PARENT.to_owned()),
         None => (rest, DEFAULT_PARENT.to_owned()),
     };
     let scheme = ZooKeeper {
@@ -36,31 +39,31 @@ fn open(place: &Place<'_>) -> Result<Box<dyn Scheme>, Error> {
         parent,
     };
     let session = scheme.connect()?;
-    let made = session.rt.block_on(session.client.create(
-        &scheme.parent,
-        b"",
-        &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
-    ));
-    match made {
-        Ok(_) | Err(zookeeper_client::Error::NodeExists) => Ok(Box::new(scheme)),
-        Err(e) => Err(format!("cannot make {}: {e}", scheme.parent)),
-    }
+    let mode =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    within_limit(&session.rt, async {
+        match session.client.create(&scheme.parent, b"", &mode).await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => Ok(()),
+            Err(e) => Err(format!("cannot make {}: {e}", scheme.parent)),
+        }
+    })?;
+    Ok(Box::new(scheme))
 }
 
 impl ZooKeeper {
     fn connect(&self) -> Result<Session, Error> {
         let rt = runtime()?;
-        let client = rt
-            .block_on(
-                zookeeper_client::Client::connector()
-                    .session_timeout(std::time::Duration::from_secs(10))
-                    .connect(&self.cluster),
-            )
-            .map_err(|e| format!("cannot connect to ZooKeeper at {}: {e}", self.cluster))?;
+        let client = within_limit(&rt, async {
+            zookeeper_client::Client::connector()
+                .session_timeout(std::time::Duration::from_secs(10))
+                .connect(&self.cluster)
+                .await
+                .map_err(|e| format!("cannot connect to ZooKeeper at {}: {e}", self.cluster))
+        })?;
         Ok(Session {
-            rt,
             client,
             path: format!("{}/id-", self.parent),
+            rt,
         })
     }
 }
@@ -71,20 +74,24 @@ impl Scheme for ZooKeeper {
     }
 }
 
+/// The runtime last: fields drop in order, and the client's session task runs on it.
 struct Session {
-    rt: tokio::runtime::Runtime,
     client: zookeeper_client::Client,
     path: String,
+    rt: tokio::runtime::Runtime,
 }
 
 impl Client for Session {
     fn next(&mut self, out: &mut Vec<u128>) -> Result<(), Error> {
         let mode = zookeeper_client::CreateMode::EphemeralSequential
             .with_acls(zookeeper_client::Acls::anyone_all());
-        let (_, sequence) = self
-            .rt
-            .block_on(self.client.create(&self.path, b"", &mode))
-            .map_err(|e| format!("ZooKeeper: {e}"))?;
+        let (client, path) = (&self.client, &self.path);
+        let (_, sequence) = within_limit(&self.rt, async {
+            client
+                .create(path, b"", &mode)
+                .await
+                .map_err(|e| format!("ZooKeeper: {e}"))
+        })?;
         out.push(sequence.into_i64() as u128);
         Ok(())
     }
