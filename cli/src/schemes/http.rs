@@ -55,7 +55,8 @@ fn open(place: &Place<'_>, route: Route) -> Result<Box<dyn Scheme>, Error> {
         .stores
         .first()
         .ok_or("--store http://HOST:PORT (a running uidgen serve) is needed")?;
-    let parsed = url::Url::parse(base).map_err(|e| format!("not a service URL ({base}): {e}"))?;
+    let parsed = url::Url::parse(base)
+        .map_err(|e| format!("not a service URL ({}): {e}", super::describe(base)))?;
     if parsed.scheme() != "http" {
         return Err(format!(
             "the service URL must be http://HOST:PORT, got {}",

@@ -24,9 +24,12 @@ fn open(place: &Place<'_>) -> Result<Box<dyn Scheme>, Error> {
         .stores
         .first()
         .ok_or("--store zk://HOST:PORT[/PARENT] is needed")?;
-    let rest = url
-        .strip_prefix("zk://")
-        .ok_or_else(|| format!("not a ZooKeeper URL (zk://HOST:PORT[/PARENT]): {url}"))?;
+    let rest = url.strip_prefix("zk://").ok_or_else(|| {
+        format!(
+            "not a ZooKeeper URL (zk://HOST:PORT[/PARENT]): {}",
+            super::describe(url)
+        )
+    })?;
     let (cluster, parent) = match rest.split_once('/') {
         Some((cluster, parent)) if !parent.trim_matches('/').is_empty() => {
             (cluster, format!("/{}", parent.trim_matches('/')))
