@@ -2,6 +2,7 @@
 #   install_with_apt PACKAGE: installs a Debian package (as root) without starting its
 #     service (a policy-rc.d forbids it for the install's length).
 #   wait_gone PID SECONDS: waits for a process to end; 1 if it still runs.
+#   await_server NAME PID LOG SECONDS COMMAND...: waits for a server to answer.
 
 install_with_apt() {
     local package=$1
@@ -23,6 +24,22 @@ wait_gone() {
     while kill -0 "$pid" 2>/dev/null; do
         case $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) in Z*) return 0 ;; esac
         [ "$tenths" -gt 0 ] || return 1
+        sleep 0.1
+        tenths=$((tenths - 1))
+    done
+}
+
+# Runs COMMAND every 0.1 s until it succeeds. Fails, with the last lines of LOG, when the
+# server's process PID ends or SECONDS pass first.
+await_server() {
+    local name=$1 pid=$2 log=$3 tenths=$(($4 * 10))
+    shift 4
+    until "$@" >/dev/null 2>&1; do
+        if ! kill -0 "$pid" 2>/dev/null || [ "$tenths" -le 0 ]; then
+            echo "$name: the private server did not answer; its log:" >&2
+            tail -20 "$log" >&2
+            return 1
+        fi
         sleep 0.1
         tenths=$((tenths - 1))
     done

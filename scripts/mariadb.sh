@@ -72,17 +72,9 @@ start_private_mariadb() {
         return 1
     fi
     launch_private_mariadbd "$mariadbd" "$port"
-    local waited=0
-    until "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot \
-        -e 'CREATE DATABASE IF NOT EXISTS test' >/dev/null 2>&1; do
-        if ! kill -0 "$MARIADB_PID" 2>/dev/null || [ "$waited" -ge 60 ]; then
-            echo "mariadb: the private server did not come up; its log:" >&2
-            tail -20 "$MARIADB_DIR/server.log" >&2
-            return 1
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
+    await_server mariadb "$MARIADB_PID" "$MARIADB_DIR/server.log" 60 \
+        "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot \
+        -e 'CREATE DATABASE IF NOT EXISTS test' || return 1
     export UIDGEN_MYSQL_URL="mysql://root@127.0.0.1:$port/test"
 }
 
@@ -126,7 +118,7 @@ MSG
 # stays.
 # Reads MARIADB_DIR, MARIADB_PID and UIDGEN_MYSQL_URL; sets MARIADB_PID.
 restart_private_mariadb() {
-    local mariadbd client port waited=0
+    local mariadbd client port
     mariadbd=$(find_mariadbd)
     client=$(command -v mariadb || command -v mysql)
     port=${UIDGEN_MYSQL_URL##*:}
@@ -137,14 +129,6 @@ restart_private_mariadb() {
         return 1
     fi
     launch_private_mariadbd "$mariadbd" "$port"
-    until "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot \
-        -e 'SELECT 1' >/dev/null 2>&1; do
-        if ! kill -0 "$MARIADB_PID" 2>/dev/null || [ "$waited" -ge 600 ]; then
-            echo "mariadb: the private server did not come back; its log:" >&2
-            tail -20 "$MARIADB_DIR/server.log" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_server mariadb "$MARIADB_PID" "$MARIADB_DIR/server.log" 60 \
+        "$client" --no-defaults --protocol=tcp -h127.0.0.1 -P"$port" -uroot -e 'SELECT 1'
 }

@@ -54,21 +54,14 @@ launch_private_redis() {
 }
 
 start_private_redis() {
-    local server=$1 port waited=0
+    local server=$1 port
     REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-redis.XXXXXX")
     port=$((20000 + RANDOM % 20000))
     while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
     echo "redis: starting a private server on 127.0.0.1:$port (in $REDIS_DIR)"
     launch_private_redis "$server" "$port"
-    until port_answers 127.0.0.1 "$port"; do
-        if ! kill -0 "$REDIS_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
-            echo "redis: the private server did not come up; its log:" >&2
-            tail -20 "$REDIS_DIR/server.log" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_server redis "$REDIS_PID" "$REDIS_DIR/server.log" 30 port_answers 127.0.0.1 "$port" ||
+        return 1
     export UIDGEN_REDIS_URL="redis://127.0.0.1:$port/?accept_data_loss=true"
 }
 
@@ -113,7 +106,7 @@ MSG
 # launch_private_redis); returns once it answers PING. Without persistence it comes back empty.
 # Reads REDIS_DIR, REDIS_PID and UIDGEN_REDIS_URL; sets REDIS_PID.
 restart_private_redis() {
-    local server port waited=0 reply=""
+    local server port
     server=$(find_redis_server)
     port=${UIDGEN_REDIS_URL#redis://127.0.0.1:}
     port=${port%%/*}
@@ -124,14 +117,13 @@ restart_private_redis() {
     fi
     launch_private_redis "$server" "$port"
     # The port opens before a loading server takes commands: wait for +PONG.
-    until reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 &&
-        read -r -t 2 line <&3 && printf '%s' "$line") 2>/dev/null) && [ "${reply%$'\r'}" = "+PONG" ]; do
-        if ! kill -0 "$REDIS_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
-            echo "redis: the private server did not come back; its log:" >&2
-            tail -20 "$REDIS_DIR/server.log" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_server redis "$REDIS_PID" "$REDIS_DIR/server.log" 30 redis_pongs "$port"
+}
+
+# Whether the Redis on port $1 answers PING with +PONG.
+redis_pongs() {
+    local reply
+    reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'PING\r\n' >&3 &&
+        read -r -t 2 line <&3 && printf '%s' "$line") 2>/dev/null) &&
+        [ "${reply%$'\r'}" = "+PONG" ]
 }

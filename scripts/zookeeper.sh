@@ -52,20 +52,12 @@ have_zookeeper() { command -v java >/dev/null && zookeeper_classpath >/dev/null;
 # Starts (or, after a stop, starts again) the private server on ZOOKEEPER_DIR and
 # ZOOKEEPER_PORT, and waits until it answers.
 run_private_zookeeper() {
-    local waited=0
     java -Xmx256m -cp "$(zookeeper_classpath)" \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$ZOOKEEPER_DIR/zoo.cfg" \
         >>"$ZOOKEEPER_DIR/server.log" 2>&1 &
     ZOOKEEPER_PID=$!
-    until port_answers 127.0.0.1 "$ZOOKEEPER_PORT"; do
-        if ! kill -0 "$ZOOKEEPER_PID" 2>/dev/null || [ "$waited" -ge 600 ]; then
-            echo "zookeeper: the private server did not come up; its log:" >&2
-            tail -20 "$ZOOKEEPER_DIR/server.log" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_server zookeeper "$ZOOKEEPER_PID" "$ZOOKEEPER_DIR/server.log" 60 \
+        port_answers 127.0.0.1 "$ZOOKEEPER_PORT"
 }
 
 start_private_zookeeper() {

@@ -78,7 +78,16 @@ pub(crate) fn run(
         duration: seconds(args.seconds, 1.0, "--seconds", 86_400.0)?,
         restart_duration: seconds(args.restart_seconds, 0.5, "--restart-seconds", 3_600.0)?,
         restart_with: args.restart_with.clone(),
-        stores: stores.clone(),
+        // uidgen's own schemes name the store their worker IDs or segments are on.
+        stores: if entry.needs == Needs::UidgenStore {
+            vec![args
+                .worker
+                .store
+                .clone()
+                .unwrap_or_else(|| "the embedded store".to_owned())]
+        } else {
+            stores.clone()
+        },
     };
     let tag = args.tag.as_deref().unwrap_or(super::BENCH_TAG);
     let open: Box<dyn Fn() -> Result<Box<dyn Scheme>, String>> = match (entry.open, entry.name) {
@@ -108,14 +117,6 @@ pub(crate) fn run(
             })
         }
     };
-    let mut plan = plan;
-    if entry.needs == Needs::UidgenStore {
-        plan.stores = vec![args
-            .worker
-            .store
-            .clone()
-            .unwrap_or_else(|| "the embedded store".to_owned())];
-    }
     let result = schemes::measure(&entry, &plan, &*open).map_err(Failure::msg)?;
     if args.json {
         out.text(&serde_json::to_string_pretty(&result)?)?;
