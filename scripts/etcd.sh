@@ -11,8 +11,9 @@
 # so tests can stop a member (the leader, say) and start it again. The cluster is
 # stopped, and its folder removed, when scripts/test exits.
 #
-# Building the `etcd` feature also needs protoc: ensure_protoc installs Debian's
-# protobuf-compiler the same way, or says so.
+# Building the `etcd` feature also needs protoc and Google's well-known .proto files:
+# ensure_protoc installs Debian's protobuf-compiler and libprotobuf-dev the same way, or
+# says so.
 
 ETCD_DIR=""
 
@@ -117,16 +118,41 @@ MSG
     return 1
 }
 
+# protoc, and Google's well-known .proto files beside it: etcd's own .proto files import
+# google/protobuf/descriptor.proto, which Debian ships in libprotobuf-dev, not in
+# protobuf-compiler (a fresh machine has the one without the other).
+PROTOC_INCLUDE_FILE=google/protobuf/descriptor.proto
+
+# Where protoc finds the well-known files: PROTOC_INCLUDE, or beside the binary.
+protoc_include_found() {
+    local dir
+    for dir in ${PROTOC_INCLUDE:-} /usr/include /usr/local/include \
+        "$(dirname "$(command -v protoc 2>/dev/null || echo /nonexistent/bin/protoc)")/../include"; do
+        [ -f "$dir/$PROTOC_INCLUDE_FILE" ] && return 0
+    done
+    return 1
+}
+
 ensure_protoc() {
-    command -v protoc >/dev/null && return 0
+    { command -v protoc >/dev/null || [ -n "${PROTOC:-}" ]; } && protoc_include_found && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        install_with_apt protobuf-compiler || echo "protoc: apt-get could not install protobuf-compiler" >&2
+        install_with_apt protobuf-compiler libprotobuf-dev ||
+            echo "protoc: apt-get could not install protobuf-compiler libprotobuf-dev" >&2
     fi
-    command -v protoc >/dev/null && return 0
-    cat >&2 <<'MSG'
+    if ! command -v protoc >/dev/null && [ -z "${PROTOC:-}" ]; then
+        cat >&2 <<'MSG'
 protoc: not found. The `etcd` feature's client (etcd-client) compiles etcd's .proto files
   when it is built, with protoc. Install it (Debian/Ubuntu: sudo apt-get install
-  protobuf-compiler), or point PROTOC at a protoc binary, and run again.
+  protobuf-compiler libprotobuf-dev), or point PROTOC at a protoc binary, and run again.
+MSG
+        return 1
+    fi
+    protoc_include_found && return 0
+    cat >&2 <<MSG
+protoc: $PROTOC_INCLUDE_FILE not found (looked in PROTOC_INCLUDE, /usr/include,
+  /usr/local/include and beside protoc). etcd's .proto files import it. Install Google's
+  well-known .proto files (Debian/Ubuntu: sudo apt-get install libprotobuf-dev), or point
+  PROTOC_INCLUDE at the folder that holds google/protobuf/, and run again.
 MSG
     return 1
 }

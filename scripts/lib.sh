@@ -1,18 +1,18 @@
 # Sourced by the scripts that start private servers: what they share.
-#   install_with_apt PACKAGE: installs a Debian package (as root) without starting its
-#     service (a policy-rc.d forbids it for the install's length).
+#   install_with_apt PACKAGE...: installs Debian packages (as root) without starting
+#     their services (a policy-rc.d forbids it for the install's length).
 #   wait_gone PID SECONDS: waits for a process to end; 1 if it still runs.
 #   await_server NAME PID LOG SECONDS COMMAND...: waits for a server to answer.
 
+# Recommends are left out, so each caller names every package whose files it uses.
 install_with_apt() {
-    local package=$1
-    echo "installing $package with apt-get (no service is started)"
+    echo "installing $* with apt-get (no service is started)"
     local policy=/usr/sbin/policy-rc.d had_policy=""
     [ -e "$policy" ] && had_policy=1
     [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
     local status=0
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "$package" >/dev/null || status=$?
+        --no-install-recommends "$@" >/dev/null || status=$?
     [ -n "$had_policy" ] || rm -f "$policy"
     return "$status"
 }

@@ -30,17 +30,7 @@ find_mariadbd() {
 }
 
 install_mariadb_server() {
-    echo "mariadb: installing mariadb-server with apt-get (its service is not started)"
-    # A policy-rc.d that says no keeps the package from starting a server of its own,
-    # which this script could not promise to stop.
-    local policy=/usr/sbin/policy-rc.d had_policy=""
-    [ -e "$policy" ] && had_policy=1
-    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
-    local status=0
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends mariadb-server mariadb-client >/dev/null || status=$?
-    [ -n "$had_policy" ] || rm -f "$policy"
-    return "$status"
+    install_with_apt mariadb-server mariadb-client
 }
 
 # Starts mariadbd ($1) on MARIADB_DIR's data and port $2, in the background; sets

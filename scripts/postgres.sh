@@ -16,6 +16,9 @@ POSTGRES_BIN=""
 
 declare -F port_answers >/dev/null || port_answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 # Runs a PostgreSQL server program as a user it accepts: it refuses to run as root.
 as_postgres_user() {
     if [ "$(id -u)" = 0 ]; then
@@ -51,17 +54,7 @@ find_postgres_bin() {
 }
 
 install_postgres_server() {
-    echo "postgres: installing postgresql with apt-get (its service is not started)"
-    # A policy-rc.d that says no keeps the package from starting a server of its own,
-    # which this script could not promise to stop.
-    local policy=/usr/sbin/policy-rc.d had_policy=""
-    [ -e "$policy" ] && had_policy=1
-    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
-    local status=0
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends postgresql >/dev/null || status=$?
-    [ -n "$had_policy" ] || rm -f "$policy"
-    return "$status"
+    install_with_apt postgresql
 }
 
 start_private_postgres() {

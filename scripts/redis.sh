@@ -34,15 +34,7 @@ find_redis_server() {
 }
 
 install_redis_server() {
-    echo "redis: installing redis-server with apt-get (its service is not started)"
-    local policy=/usr/sbin/policy-rc.d had_policy=""
-    [ -e "$policy" ] && had_policy=1
-    [ -n "$had_policy" ] || { printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; }
-    local status=0
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends redis-server >/dev/null || status=$?
-    [ -n "$had_policy" ] || rm -f "$policy"
-    return "$status"
+    install_with_apt redis-server
 }
 
 # Starts redis-server ($1) on port $2 in REDIS_DIR, keeping nothing on disk, in the

@@ -23,6 +23,9 @@ mod memory;
 mod repair;
 mod segments;
 
+#[cfg(test)]
+mod race_tests;
+
 pub(crate) use self::leases::GuardedLeases;
 pub use self::memory::remember_stores_in;
 pub(crate) use self::memory::Memory;
@@ -173,6 +176,11 @@ pub(crate) struct Shared {
 
 #[derive(Default)]
 struct State {
+    /// Counts every change of `identity`, `lost` or `lost_by_word`: a reply is judged
+    /// against what this process knew when the read was sent, and a change since
+    /// (another thread of this process adopted the identity, or saw word of a loss,
+    /// while the reply was on its way) means the reply is older than that knowledge.
+    generation: u64,
     /// The identity this process adopted.
     identity: Option<String>,
     /// Why this process takes nothing more from the store.
@@ -347,9 +355,15 @@ impl Shared {
 
     /// Checks the store's identity (adopting it on first use) and reads `extra` along
     /// in the same call; an error if the store lost data or this process saw it do so.
+    ///
+    /// The reply is judged against what this process knew *before* the read was sent:
+    /// threads of one process taking their first lease on a new store at once must not
+    /// take a reply that left before another thread wrote the identity for a store that
+    /// lost it. Nothing is declared lost on one read: the identity is read again first.
     pub(crate) fn check(&self, extra: &[&str]) -> Result<Vec<Option<String>>, StoreError> {
         let mut names = vec![STORE_ID, LOST, REPLACES];
         names.extend_from_slice(extra);
+        let before = self.knowledge();
         let mut values = self.records.get(&names)?;
         let rest = values.split_off(3);
         let (id, lost, replaces) = (values[0].take(), values[1].take(), values[2].take());
@@ -358,23 +372,22 @@ impl Shared {
                 "the store carries word that it lost data ({lost}); run `uidgen store repair` \
                  against it after checking it, then start again"
             );
-            let mut state = lock(&self.state);
-            state.lost = Some(why.clone());
-            state.lost_by_word = true;
+            self.learn(before.generation, |state| {
+                state.lost = Some(why.clone());
+                state.lost_by_word = true;
+            });
             return Err(self.lost_error(&why));
         }
-        {
-            let mut state = lock(&self.state);
-            if std::mem::take(&mut state.lost_by_word) {
+        if before.lost_by_word {
+            // The word is gone (repaired), unless a newer reply brought it meanwhile.
+            self.learn(before.generation, |state| {
+                state.lost_by_word = false;
                 state.lost = None;
-            }
+            });
         }
+        let lost_here = before.lost.filter(|_| !before.lost_by_word);
         let replaces = replaces.unwrap_or_default();
-        let (seen, lost_here) = {
-            let state = lock(&self.state);
-            (state.identity.clone(), state.lost.clone())
-        };
-        match (seen, id) {
+        match (before.identity, id) {
             (Some(seen), Some(id)) if seen == id => {
                 if let Some(why) = lost_here {
                     return Err(self.lost_error(&why));
@@ -383,19 +396,32 @@ impl Shared {
             (Some(seen), Some(id)) if replaced(&replaces, &seen) => {
                 // Repaired since: everything was raised past what was handed out.
                 self.adopt(&id, &replaces)?;
-                if lock(&self.state).lost.take().is_some() {
+                let mut was_lost = false;
+                self.learn_always(|state| was_lost = state.lost.take().is_some());
+                if was_lost {
                     tracing::warn!(store = %self.key, "uidgen: the store was repaired; taking from it again");
                 }
             }
             (Some(_), _) if lost_here.is_some() => {
                 return Err(self.lost_error(&lost_here.unwrap_or_default()));
             }
-            (Some(seen), id) => {
-                let what = match id {
-                    None => format!("its identity record {seen:?} vanished"),
-                    Some(id) => format!("its identity changed from {seen:?} to {id:?}"),
-                };
-                return Err(self.declare_lost(what));
+            (Some(seen), _) => {
+                // Asked again: only what a second read still shows is taken as a loss.
+                let mut again = self.records.get(&[STORE_ID, REPLACES])?;
+                let (id, replaces) = (again[0].take(), again[1].take().unwrap_or_default());
+                match id {
+                    Some(id) if id == seen => {}
+                    Some(id) if replaced(&replaces, &seen) => self.adopt(&id, &replaces)?,
+                    None => {
+                        return Err(
+                            self.declare_lost(format!("its identity record {seen:?} vanished"))
+                        )
+                    }
+                    Some(id) => {
+                        return Err(self
+                            .declare_lost(format!("its identity changed from {seen:?} to {id:?}")))
+                    }
+                }
             }
             (None, Some(id)) => self.adopt(&id, &replaces)?,
             (None, None) => {
@@ -409,7 +435,7 @@ impl Shared {
                         return Ok(rest);
                     }
                     self.load_memory_floors()?;
-                    lock(&self.state).identity = Some(remembered.clone());
+                    self.learn_always(|state| state.identity = Some(remembered.clone()));
                     return Err(self.declare_lost(format!(
                         "this machine used it before (identity {remembered:?}, remembered in {}), \
                          but it has no identity now: the store lost data (emptied or replaced: \
@@ -435,6 +461,34 @@ impl Shared {
         Ok(rest)
     }
 
+    /// What this process knows of the store now.
+    fn knowledge(&self) -> Knowledge {
+        let state = lock(&self.state);
+        Knowledge {
+            generation: state.generation,
+            identity: state.identity.clone(),
+            lost: state.lost.clone(),
+            lost_by_word: state.lost_by_word,
+        }
+    }
+
+    /// Applies what a reply showed, unless this process learned something since the read
+    /// was sent (`generation`): then the reply is older than what the process knows.
+    fn learn(&self, generation: u64, change: impl FnOnce(&mut State)) {
+        let mut state = lock(&self.state);
+        if state.generation == generation {
+            change(&mut state);
+            state.generation += 1;
+        }
+    }
+
+    /// Applies a change whatever was learned meanwhile.
+    fn learn_always(&self, change: impl FnOnce(&mut State)) {
+        let mut state = lock(&self.state);
+        change(&mut state);
+        state.generation += 1;
+    }
+
     fn remembered_identity(&self) -> Result<Option<String>, StoreError> {
         match &self.memory {
             Some(memory) => Ok(memory.read()?.identity),
@@ -450,7 +504,7 @@ impl Shared {
             if let Some(old) = &remembered.identity {
                 if old != id && !replaced(replaces, old) {
                     self.load_memory_floors()?;
-                    lock(&self.state).identity = Some(old.clone());
+                    self.learn_always(|state| state.identity = Some(old.clone()));
                     return Err(self.declare_lost(format!(
                         "this machine last saw it with identity {old:?} (remembered in {}), and \
                          it now has {id:?}: it was replaced or lost its data (a restore of \
@@ -464,7 +518,7 @@ impl Shared {
             memory.update(|r| r.identity = Some(id.to_owned()))?;
             self.load_memory_floors()?;
         }
-        lock(&self.state).identity = Some(id.to_owned());
+        self.learn_always(|state| state.identity = Some(id.to_owned()));
         Ok(())
     }
 
@@ -500,6 +554,7 @@ impl Shared {
                 return self.lost_error(&why);
             }
             state.lost = Some(why.clone());
+            state.generation += 1;
         }
         report(format!("{}: {what}", self.key));
         // Leases stop first; each notes how far its ticks really went, so the word left
@@ -551,9 +606,10 @@ impl Shared {
         if let Some(memory) = &self.memory {
             memory.update(|r| r.identity = Some(id.to_owned()))?;
         }
-        let mut state = lock(&self.state);
-        state.identity = Some(id.to_owned());
-        state.lost = None;
+        self.learn_always(|state| {
+            state.identity = Some(id.to_owned());
+            state.lost = None;
+        });
         Ok(())
     }
 
@@ -664,6 +720,14 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+/// What a process knew of a store at one moment (see [`Shared::check`]).
+struct Knowledge {
+    generation: u64,
+    identity: Option<String>,
+    lost: Option<String>,
+    lost_by_word: bool,
 }
 
 /// Whether `identity` is one of those a repair replaced (listed by their random part).

@@ -179,8 +179,10 @@ impl SegmentStore for GuardedSegments {
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         let floor_record = floor_name(&self.scope, tag);
         let read = self.shared.check(&[&floor_record])?;
-        let record = self.inner.tag(tag)?;
+        // The floor as known before the row is read: a range other threads of this
+        // process take meanwhile (creating the tag, say) raises it past a row read as absent.
         let known = self.known(tag, number(read[0].as_ref()));
+        let record = self.inner.tag(tag)?;
         match record {
             None if known > 1 => Err(self.shared.lost_error(&format!(
                 "tag {tag:?} is gone from {}, but IDs up to {} were handed out under it (as \
