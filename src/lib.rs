@@ -154,7 +154,8 @@ pub use snowflake::{
     DEFAULT_ROLLBACK_ALLOWANCE, DEFAULT_WARN_BEFORE_END, PADDING_THREAD_NAME,
 };
 pub use store::guard::{
-    data_loss_events, last_data_loss, remember_stores_in, RepairReport, REPAIR_MARGIN, YOUNG_STORE,
+    data_loss_events, last_data_loss, remember_stores_in, RepairReport, REPAIR_MARGIN,
+    WIPED_STORE_AHEAD, YOUNG_STORE,
 };
 pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, LeaseStore};
 #[cfg(any(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use uidgen::{
     BitsAllocator, CachedUidGenerator, PeriodSegmentGenerator, Preset, ResidueSegmentGenerator,
     SegmentError, SegmentGenerator, SegmentStore, StoreError, StoreUrl, UidError, UidGenerator,
-    WorkerLease,
+    WorkerLease, WIPED_STORE_AHEAD,
 };
 
 /// The most segment tags one service serves at once (each holds a generator).
@@ -886,6 +886,16 @@ fn build_snowflake(
         Some(id) => builder.acquire_id(&bits, id)?,
         None => builder.acquire(&bits)?,
     };
+    let ahead = Duration::from_millis(config.max_time_ahead_ms);
+    if url.kind() == uidgen::StoreKind::Sqlite && (ahead.is_zero() || ahead > WIPED_STORE_AHEAD) {
+        tracing::warn!(
+            max_time_ahead_ms = config.max_time_ahead_ms,
+            "borrowed time is capped past the {} s a wiped embedded store starts ahead of the \
+             clock: keep the store and its memory (stores/ beside it) on lasting storage, since \
+             a store wiped within that time of a run may repeat its IDs",
+            WIPED_STORE_AHEAD.as_secs()
+        );
+    }
     let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
     if config.max_time_ahead_ms > 0 {
         builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));

@@ -19,6 +19,8 @@ pub(crate) mod mysql;
 mod net;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(test)]
+mod race_tests;
 #[cfg(feature = "redis")]
 mod redis;
 pub(crate) mod segment;

@@ -62,9 +62,12 @@ impl WorkerLeaseBuilder {
         request: &LeaseRequest<'_>,
         within: Duration,
     ) -> Result<Acquired, WorkerIdError> {
+        let first = self.store.acquire(request)?;
+        // The clock read after the store answered: a mark the acquire itself set from the
+        // clock (a wiped store's start, `WIPED_STORE_AHEAD` ahead) is judged by the same
+        // clock, not one read before it.
         let now_ms = crate::clock::Clock::now_millis(&crate::clock::SystemClock);
         let limit = now_ms.saturating_add(u64::try_from(within.as_millis()).unwrap_or(u64::MAX));
-        let first = self.store.acquire(request)?;
         let (lowest, lowest_mark) = match first {
             Acquired::Granted { worker_id, mark_ms } if mark_ms > limit => (worker_id, mark_ms),
             other => return Ok(other),

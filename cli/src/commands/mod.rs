@@ -144,9 +144,9 @@ fn ring_slots(bits: &BitsAllocator) -> usize {
     1usize << (bits.seq_bits() + 3).min(17)
 }
 
-/// The CLI's cap on borrowed time: `uidgen serve`'s default, and what `uidgen store
-/// repair --ahead` assumes.
-pub(crate) const MAX_TIME_AHEAD: std::time::Duration = std::time::Duration::from_secs(5);
+/// The CLI's cap on borrowed time: `uidgen serve`'s default, what `uidgen store repair
+/// --ahead` assumes, and how far ahead a wiped embedded store starts its leases.
+pub(crate) const MAX_TIME_AHEAD: std::time::Duration = uidgen::WIPED_STORE_AHEAD;
 
 /// The cached generator on the worker ID taken (its lease, if any, goes with it).
 fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {

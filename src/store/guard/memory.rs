@@ -40,6 +40,9 @@ pub(crate) struct Remembered {
 pub(crate) struct Memory {
     path: PathBuf,
     key: String,
+    /// The folder was there when this process first looked: an earlier run of this
+    /// machine kept memory in it.
+    folder_was_there: bool,
 }
 
 impl Memory {
@@ -49,7 +52,18 @@ impl Memory {
         Some(Self {
             path: dir.join(format!("{:016x}.state", fnv1a(key.as_bytes()))),
             key: key.to_owned(),
+            folder_was_there: dir.is_dir(),
         })
+    }
+
+    /// Whether an earlier run of this machine kept memory in the folder (of any store).
+    pub(crate) fn folder_was_there(&self) -> bool {
+        self.folder_was_there
+    }
+
+    /// Whether this store's file is there.
+    pub(crate) fn exists(&self) -> bool {
+        self.path.exists()
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -57,9 +71,21 @@ impl Memory {
     }
 
     fn failed(&self, problem: String, source: std::io::Error) -> StoreError {
+        // Why, and what to do, for the faults an operator can mend.
+        let advice = match source.kind() {
+            std::io::ErrorKind::StorageFull => ": the disk is full; free space on it and run again",
+            std::io::ErrorKind::ReadOnlyFilesystem => {
+                ": the file system is read-only; make it writable (or point \
+                 UIDGEN_STATE_DIR at a writable folder) and run again"
+            }
+            _ => "",
+        };
         StoreError::File {
             path: self.path.clone(),
-            problem: format!("uidgen's memory of {}: {problem}", self.key),
+            problem: format!(
+                "uidgen's memory of {}: {problem} ({source}){advice}",
+                self.key
+            ),
             source: Some(Box::new(source)),
         }
     }

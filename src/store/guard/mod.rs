@@ -23,9 +23,6 @@ mod memory;
 mod repair;
 mod segments;
 
-#[cfg(test)]
-mod race_tests;
-
 pub(crate) use self::leases::GuardedLeases;
 pub use self::memory::remember_stores_in;
 pub(crate) use self::memory::Memory;
@@ -69,6 +66,12 @@ pub(crate) const MARK_FLOOR: &str = "mark_floor";
 /// The identities that processes saw vanish or change (their random parts), left with
 /// the word: a repair from any machine replaces them.
 pub(crate) const LOST_IDENTITIES: &str = "lost_identities";
+
+/// How far ahead of the clock the holders of an embedded store that was wiped may have
+/// borrowed time: the cap of `uidgen next` and `uidgen serve` (a generator built with a
+/// larger `max_time_ahead` on an embedded store that may be wiped needs a larger margin:
+/// see [`Shared::check`]).
+pub const WIPED_STORE_AHEAD: Duration = Duration::from_secs(5);
 
 /// How far past the highest ID known a counter is raised when the store went back: more
 /// than any one range (Leaf's largest step) that a process missing from the count may hold.
@@ -169,6 +172,8 @@ pub(crate) struct Shared {
     /// The segment stores of this place in the process, by scope: the watcher compares
     /// their counters with the floors once a second.
     counters: Mutex<Vec<(String, Weak<dyn SegmentStore>)>>,
+    /// [`Shared::say_if_forgotten`] spoke.
+    said_forgotten: std::sync::atomic::AtomicBool,
     /// Allocations hold it shared, give-backs alone: a floor lowered by a give-back is
     /// never compared with a range taken by a call that began before it.
     gate: RwLock<()>,
@@ -236,6 +241,7 @@ impl Shared {
             on_loss: Mutex::new(Vec::new()),
             gate: RwLock::new(()),
             counters: Mutex::new(Vec::new()),
+            said_forgotten: std::sync::atomic::AtomicBool::new(false),
         });
         registry.push((key, Arc::downgrade(&shared)));
         let weak = Arc::downgrade(&shared);
@@ -423,7 +429,10 @@ impl Shared {
                     }
                 }
             }
-            (None, Some(id)) => self.adopt(&id, &replaces)?,
+            (None, Some(id)) => {
+                self.say_if_forgotten();
+                self.adopt(&id, &replaces)?;
+            }
             (None, None) => {
                 if let Some(remembered) = self.remembered_identity()? {
                     // Another process of this machine may have made the identity since the
@@ -446,6 +455,20 @@ impl Shared {
                             .map_or(String::new(), |m| m.path().display().to_string())
                     )));
                 }
+                if self.wiped() {
+                    // Written before the identity, so that every process that sees the
+                    // identity sees the floor in the same read.
+                    let floor = now_ms().saturating_add(WIPED_STORE_AHEAD.as_millis() as u64);
+                    raise_record(&*self.records, MARK_FLOOR, floor)?;
+                    tracing::warn!(
+                        store = %self.key,
+                        "uidgen: this embedded store has no identity and this machine keeps no \
+                         memory of it, but memory of an earlier store is kept beside it: it was \
+                         wiped, and what was handed out from it is unknown; its leases start \
+                         {} s ahead of the clock, past any time an earlier run may have borrowed",
+                        WIPED_STORE_AHEAD.as_secs()
+                    );
+                }
                 self.records.insert(STORE_ID, &new_identity())?;
                 let id = self
                     .records
@@ -456,6 +479,11 @@ impl Shared {
                         self.lost_error("its identity record vanished right after it was written")
                     })?;
                 self.adopt(&id, "")?;
+                // Read again: what was read along came before the records written here (a
+                // wiped store's mark floor among them).
+                if !extra.is_empty() {
+                    return self.records.get(extra);
+                }
             }
         }
         Ok(rest)
@@ -487,6 +515,34 @@ impl Shared {
         let mut state = lock(&self.state);
         change(&mut state);
         state.generation += 1;
+    }
+
+    /// An embedded store about to be given its first identity, where this machine kept
+    /// memory of stores before but remembers no identity of this one (its state file
+    /// removed or emptied): its file and its memory were wiped
+    /// together (a data folder emptied, a container whose store was not on its volume but
+    /// whose memory was). Runs on it moments ago may have used ticks up to
+    /// [`WIPED_STORE_AHEAD`] past the clock, on worker IDs now free again, so its leases
+    /// start past that. A brand-new machine (no memory folder yet) starts at the clock.
+    fn wiped(&self) -> bool {
+        self.kind() == StoreKind::Sqlite
+            && self.memory.as_ref().is_some_and(Memory::folder_was_there)
+    }
+
+    /// Says once, at INFO, that an existing store has no state file on this machine (a
+    /// new one, or one removed): nothing repeats (the store's own marks and counters hold),
+    /// but an operator who removed it should know it is started again.
+    fn say_if_forgotten(&self) {
+        if let Some(memory) = self.memory.as_ref().filter(|m| !m.exists()) {
+            if !self.said_forgotten.swap(true, Ordering::Relaxed) {
+                tracing::info!(
+                    store = %self.key,
+                    memory = %memory.path().display(),
+                    "uidgen keeps no memory of this store on this machine yet (a new or removed \
+                     state file): starting one from what the store holds"
+                );
+            }
+        }
     }
 
     fn remembered_identity(&self) -> Result<Option<String>, StoreError> {

@@ -82,20 +82,59 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
         std::fs::create_dir_all(dir)
             .map_err(|e| failed(format!("cannot create folder {}", dir.display()), e.into()))?;
     }
-    let conn =
-        Connection::open(path).map_err(|e| failed("cannot open the file".into(), e.into()))?;
+    let conn = Connection::open(path).map_err(|e| match what_to_do(path, &e) {
+        Some(advice) => failed(format!("cannot open the file: {advice}"), e.into()),
+        None => failed("cannot open the file".into(), e.into()),
+    })?;
     conn.busy_timeout(busy_timeout)
         .map_err(|e| failed("cannot set the busy timeout".into(), e.into()))?;
     Ok(conn)
 }
 
-/// A failed statement on the embedded store at `path`.
+/// A failed statement on the embedded store at `path`: what failed, and for a damaged
+/// file, a full disk or a read-only one, what to do (never a bare driver code).
 pub(crate) fn failed(path: &Path, step: &str, source: rusqlite::Error) -> StoreError {
+    let problem = match what_to_do(path, &source) {
+        Some(advice) => format!("{step} failed: {advice}"),
+        None => format!("{step} failed"),
+    };
     StoreError::File {
         path: path.to_owned(),
-        problem: format!("{step} failed"),
+        problem,
         source: Some(Box::new(source)),
     }
+}
+
+/// The cause in words, with what to do, for the failures an operator can act on.
+fn what_to_do(path: &Path, error: &rusqlite::Error) -> Option<String> {
+    use rusqlite::ErrorCode;
+    let rusqlite::Error::SqliteFailure(failure, _) = error else {
+        return None;
+    };
+    let shown = path.display();
+    Some(match failure.code {
+        ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt => format!(
+            "the file is damaged (not a SQLite database, or malformed). Restore it from a \
+             backup; or move it aside and run `uidgen store repair --store {shown}`, which \
+             starts a new store above everything this machine remembers handing out (its \
+             memory, stores/ beside the file, must be kept)"
+        ),
+        ErrorCode::DiskFull => "the disk is full: nothing was handed out past what was \
+             recorded; free space on it and run again"
+            .to_owned(),
+        ErrorCode::ReadOnly => "the file, its folder or its file system is read-only: \
+             uidgen must write a time mark before it hands out IDs; make it writable (or \
+             point UIDGEN_WORKER_DB at a writable place) and run again"
+            .to_owned(),
+        ErrorCode::CannotOpen => "the file cannot be opened (a missing or read-only folder, \
+             or no permission): make its folder writable, or point UIDGEN_WORKER_DB \
+             elsewhere, and run again"
+            .to_owned(),
+        ErrorCode::SystemIoFailure => "the disk failed a read or a write (full, read-only \
+             or failing): check it and run again"
+            .to_owned(),
+        _ => return None,
+    })
 }
 
 /// The machine's wall clock, in Unix milliseconds (for when a tag last changed).

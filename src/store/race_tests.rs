@@ -3,7 +3,7 @@
 //! learns) something, and is looked at only after. Run on every engine, on a store of
 //! the test's own that no process has used.
 
-use super::{RecordSteps, Shared, LOST, STORE_ID};
+use super::guard::{RecordSteps, Shared, LOST, STORE_ID};
 use crate::store::{StoreError, StoreKind};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
