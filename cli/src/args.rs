@@ -4,7 +4,7 @@
 //! Environment variables are read in `source.rs`, not by clap, so that `run` can be given
 //! an environment of its own and an empty variable counts as unset everywhere.
 
-use crate::commands::Pattern;
+use crate::pattern::Pattern;
 use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

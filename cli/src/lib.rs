@@ -10,6 +10,7 @@ mod args;
 mod commands;
 mod http;
 mod output;
+mod pattern;
 mod redact;
 pub mod schemes;
 mod source;

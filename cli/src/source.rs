@@ -16,6 +16,10 @@ use uidgen::{
     WorkerAssignment, WorkerIdAssigner, WorkerIdError, WorkerIdUsage, WorkerLease,
 };
 
+/// The CLI's cap on borrowed time: `uidgen serve`'s default, what `uidgen store repair
+/// --ahead` assumes, and how far ahead a wiped embedded store starts its leases.
+pub(crate) const MAX_TIME_AHEAD: Duration = uidgen::WIPED_STORE_AHEAD;
+
 pub(crate) const MYSQL_URL_ENV: &str = "UIDGEN_MYSQL_URL";
 pub(crate) const WORKER_DB_ENV: &str = "UIDGEN_WORKER_DB";
 
@@ -279,7 +283,7 @@ impl Source {
         } = self
         else {
             return (0..count)
-                .map(|_| self.take(bits, crate::commands::MAX_TIME_AHEAD))
+                .map(|_| self.take(bits, MAX_TIME_AHEAD))
                 .collect();
         };
         let last = first.saturating_add(count.saturating_sub(1) as u64);
@@ -290,7 +294,7 @@ impl Source {
                     worker_id: Some(id),
                     ttl: *ttl,
                 }
-                .take(bits, crate::commands::MAX_TIME_AHEAD)
+                .take(bits, MAX_TIME_AHEAD)
                 .map_err(|err| match err {
                     Failure::Error(source) if count > 1 => Failure::Error(Box::new(Context {
                         doing: format!(

@@ -1,7 +1,7 @@
 //! The service's settings: a TOML file, then `UIDGEN_*` variables, then flags (the
 //! command line sets fields on [`Config`] after [`Config::load`]).
 
-use crate::tokens::Tokens;
+use crate::tokens::{Tokens, TokensError, GRANT_NAMES};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
@@ -43,10 +43,6 @@ pub const CREATE_TAGS_GONE: &str = "no longer supported: it created a tag at 1 o
      request, so a tag a store lost would be created again and repeat its IDs; \
      create tags with uidgen segment create --tag TAG --step N --start FIRST, or name where \
      the service creates missing tags with tag_start (--tag-start, UIDGEN_TAG_START)";
-/// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
-pub const SNOWFLAKE_GRANT: &str = "@snowflake";
-/// The names token grants give routes, which no segment tag may take.
-pub(crate) const GRANT_NAMES: [&str; 2] = [SNOWFLAKE_GRANT, OPAQUE_GRANT];
 
 /// The library's tag rule (`uidgen::check_segment_tag`): on a tag that breaks it, what a
 /// tag must look like.
@@ -59,8 +55,6 @@ pub(crate) fn check_tag(tag: &str) -> Result<(), String> {
 
 /// The most stores one residue tag may have.
 pub const MAX_RESIDUE_STORES: usize = 64;
-/// The opaque-ID decoding route's name in token grants (`TOKEN=@opaque`).
-pub const OPAQUE_GRANT: &str = "@opaque";
 
 /// Everything the service needs to start. Every field has a default, so an empty file (or
 /// none) serves snowflake IDs on 127.0.0.1:8080 from the embedded store.
@@ -287,6 +281,16 @@ impl ResidueTag {
     }
 }
 
+/// The largest request head (request line and headers), in bytes: a larger one is
+/// answered 431 with a JSON body naming the limit. hyper's own read buffer is four times
+/// this (its limit is checked between reads, so one large read could pass it); only a
+/// head past that is cut off by hyper itself, with an empty 431.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// The longest request target (path and query), in bytes: a longer one is answered 414
+/// with a JSON body naming the limit.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+
 /// Connection and request limits.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -448,6 +452,15 @@ pub enum ConfigError {
     },
 }
 
+impl From<TokensError> for ConfigError {
+    fn from(e: TokensError) -> Self {
+        ConfigError::Tokens {
+            source_name: e.source_name,
+            problem: e.problem,
+        }
+    }
+}
+
 impl Config {
     /// The file's settings (or the defaults with no file), then `UIDGEN_*` variables
     /// from `env` (pass `std::env::vars()`): `UIDGEN_LISTEN`, `UIDGEN_STORE`,
@@ -584,7 +597,7 @@ impl Config {
                     source_name: name.clone(),
                     problem: format!("cannot read it: {e}"),
                 })
-                .and_then(|text| Tokens::parse(&text, &name)),
+                .and_then(|text| Tokens::parse(&text, &name).map_err(ConfigError::from)),
         )
     }
 

@@ -2,9 +2,10 @@
 //! ID, one segment generator per tag (made on first use), and ranges straight from the
 //! segment store for smart clients.
 
-use crate::config::{Config, GRANT_NAMES, SNOWFLAKE_GRANT};
+use crate::config::Config;
 use crate::error::{shown_tag, ApiError};
 use crate::metrics::Metrics;
+use crate::tokens::{GRANT_NAMES, SNOWFLAKE_GRANT};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

@@ -36,16 +36,18 @@ mod error;
 mod ids;
 mod listen;
 mod metrics;
+mod route_table;
 mod routes;
 mod tokens;
 
 pub use config::{
     Config, ConfigError, Limits, PeriodTag, ResidueTag, CREATE_TAGS_GONE, DEFAULT_LISTEN,
-    DEFAULT_MAX_COUNT, ENV_VARIABLES, MAX_MAX_COUNT, MAX_RESIDUE_STORES, OPAQUE_GRANT,
-    SNOWFLAKE_GRANT,
+    DEFAULT_MAX_COUNT, ENV_VARIABLES, MAX_HEAD_BYTES, MAX_MAX_COUNT, MAX_RESIDUE_STORES,
+    MAX_URI_BYTES,
 };
 pub use error::ApiError;
 pub use ids::{Ids, StartError, MAX_SERVED_TAGS};
-pub use listen::{run, serve, MAX_HEAD_BYTES, MAX_URI_BYTES};
+pub use listen::{run, serve};
 pub use routes::router;
 pub use tokens::{Access, Tokens, MAX_TOKEN_LEN, MIN_TOKEN_LEN};
+pub use tokens::{OPAQUE_GRANT, SNOWFLAKE_GRANT};

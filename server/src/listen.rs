@@ -2,6 +2,7 @@
 //! shutdown (stop accepting, finish what is in flight, then give back what is held).
 
 use crate::config::Limits;
+use crate::config::MAX_HEAD_BYTES;
 use crate::ids::{Ids, StartError};
 use crate::routes::{guarded, Guard, Served};
 use axum::response::IntoResponse;
@@ -18,16 +19,6 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::util::Either;
 use tower::ServiceExt;
-
-/// The largest request head (request line and headers), in bytes: a larger one is
-/// answered 431 with a JSON body naming the limit. hyper's own read buffer is four times
-/// this (its limit is checked between reads, so one large read could pass it); only a
-/// head past that is cut off by hyper itself, with an empty 431.
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
-
-/// The longest request target (path and query), in bytes: a longer one is answered 414
-/// with a JSON body naming the limit.
-pub const MAX_URI_BYTES: usize = 8 * 1024;
 
 /// Serves `ids` on `listener` until `shutdown` completes, then stops accepting, lets
 /// in-flight requests finish (up to the configured grace) and returns. Also keeps the

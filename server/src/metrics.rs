@@ -1,7 +1,7 @@
 //! Prometheus metrics (prometheus-client, OpenMetrics text). Counters that the generators
 //! keep themselves are copied in at scrape time.
 
-use crate::config::SNOWFLAKE_GRANT;
+use crate::tokens::SNOWFLAKE_GRANT;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -204,7 +204,7 @@ impl Metrics {
             registry: Registry::default(),
         };
         let durations: Family<RouteLabel, RequestHistogram> = Family::default();
-        let request_durations = crate::routes::ROUTE_TEMPLATES
+        let request_durations = crate::route_table::ROUTE_TEMPLATES
             .iter()
             .map(|route| durations.get_or_create(&RouteLabel { route }).clone())
             .collect();

@@ -1,7 +1,23 @@
 //! Bearer tokens and what each may draw. Compared in constant time; never shown.
 
-use crate::config::{ConfigError, OPAQUE_GRANT};
 use subtle::ConstantTimeEq;
+
+/// The snowflake routes' name in token grants (`TOKEN=@snowflake,order`).
+pub const SNOWFLAKE_GRANT: &str = "@snowflake";
+/// The opaque-ID decoding route's name in token grants (`TOKEN=@opaque`).
+pub const OPAQUE_GRANT: &str = "@opaque";
+/// The names token grants give routes, which no segment tag may take.
+pub(crate) const GRANT_NAMES: [&str; 2] = [SNOWFLAKE_GRANT, OPAQUE_GRANT];
+
+/// A token list that cannot be read (the token itself is never named).
+#[derive(Debug, thiserror::Error)]
+#[error("tokens from {source_name}: {problem}")]
+pub struct TokensError {
+    /// `UIDGEN_TOKENS` or the file.
+    pub(crate) source_name: String,
+    /// What is wrong, with the line number.
+    pub(crate) problem: String,
+}
 
 /// The longest token accepted, in bytes.
 pub const MAX_TOKEN_LEN: usize = 256;
@@ -44,8 +60,8 @@ impl Tokens {
     /// Reads `TOKEN=tag,tag` entries, one a line or separated by `;`, `#` starting a
     /// comment line; `*` grants every tag. `source` names where they came from, for
     /// errors (which give line numbers, never a token).
-    pub fn parse(text: &str, source: &str) -> Result<Self, ConfigError> {
-        let problem = |line: usize, what: &str| ConfigError::Tokens {
+    pub fn parse(text: &str, source: &str) -> Result<Self, TokensError> {
+        let problem = |line: usize, what: &str| TokensError {
             source_name: source.to_owned(),
             problem: format!("entry {line}: {what}"),
         };
@@ -96,7 +112,7 @@ impl Tokens {
         }
         if entries.is_empty() {
             // An empty file must not quietly mean "no authentication".
-            return Err(ConfigError::Tokens {
+            return Err(TokensError {
                 source_name: source.to_owned(),
                 problem: "it holds no token (only blank lines or comments). To run without \
                           tokens, leave out tokens_file and UIDGEN_TOKENS: the service then \
@@ -155,7 +171,6 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SNOWFLAKE_GRANT;
 
     const A: &str = "aaaaaaaaaaaaaaaa-order";
     const B: &str = "bbbbbbbbbbbbbbbb-all";

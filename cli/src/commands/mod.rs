@@ -12,11 +12,9 @@ mod segment;
 mod serve;
 mod worker;
 
-pub(crate) use bench::Pattern;
-
 use crate::args::Command;
 use crate::output::{Failure, Lines};
-use crate::source::{Source, StoreChoice, Taken};
+use crate::source::{Source, StoreChoice, Taken, MAX_TIME_AHEAD};
 use crate::{usage_error, Env};
 use std::io::{BufRead, Write};
 use uidgen::{BitsAllocator, CachedUidGenerator, DefaultUidGenerator};
@@ -143,10 +141,6 @@ fn write_ids(
 fn ring_slots(bits: &BitsAllocator) -> usize {
     1usize << (bits.seq_bits() + 3).min(17)
 }
-
-/// The CLI's cap on borrowed time: `uidgen serve`'s default, what `uidgen store repair
-/// --ahead` assumes, and how far ahead a wiped embedded store starts its leases.
-pub(crate) const MAX_TIME_AHEAD: std::time::Duration = uidgen::WIPED_STORE_AHEAD;
 
 /// The cached generator on the worker ID taken (its lease, if any, goes with it).
 fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {

@@ -28,7 +28,7 @@ pub(super) fn run(
     // borrows up to its cap past it.
     let prefer_within = match generator {
         GeneratorKind::Default => std::time::Duration::from_secs(1),
-        GeneratorKind::Cached => super::MAX_TIME_AHEAD,
+        GeneratorKind::Cached => crate::source::MAX_TIME_AHEAD,
     };
     let taken = source.take(&bits, prefer_within)?;
     let generator: Box<dyn UidGenerator> = match generator {

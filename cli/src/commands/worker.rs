@@ -99,7 +99,7 @@ pub(super) fn show(
 ) -> Result<u8, Failure> {
     let bits = layout.builder()?.build()?;
     // Taken and given back at the end: the worker ID shown is free again afterwards.
-    let assigned = source.take(&bits, super::MAX_TIME_AHEAD)?;
+    let assigned = source.take(&bits, crate::source::MAX_TIME_AHEAD)?;
     let mut out = Lines::new(stdout);
     if json {
         out.line(serde_json::json!({

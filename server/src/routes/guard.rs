@@ -70,7 +70,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let started = Instant::now();
-        let route = super::route_index(request.uri().path());
+        let route = crate::route_table::route_index(request.uri().path());
         let method = request.method().clone();
         GuardFuture {
             inner: self.inner.call(request),
@@ -155,7 +155,7 @@ fn answered(ids: &Ids, method: &Method, route: usize, took: Duration, response: 
         tracing::info!(
             target: "uidgen_server::access",
             method = %method,
-            route = super::ROUTE_TEMPLATES[route],
+            route = crate::route_table::ROUTE_TEMPLATES[route],
             status = status.as_u16(),
             micros = took.as_micros() as u64,
             ids = handed_out,

@@ -8,9 +8,9 @@
 //! included, goes to the router.
 
 use super::{leaf, native, Asks};
+use crate::config::{MAX_HEAD_BYTES, MAX_URI_BYTES};
 use crate::error::ApiError;
 use crate::ids::Ids;
-use crate::listen::{MAX_HEAD_BYTES, MAX_URI_BYTES};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -335,9 +335,9 @@ mod tests {
         assert!(hot_answers >= 6, "{hot_answers} successes");
         // The route templates the metrics and the access log name are the router's: each
         // is routed somewhere other than the 404 fallback.
-        let other = super::super::ROUTE_TEMPLATES.len() - 1;
-        for template in &super::super::ROUTE_TEMPLATES[..other] {
-            let path = super::super::tests::concrete(template);
+        let other = crate::route_table::ROUTE_TEMPLATES.len() - 1;
+        for template in &crate::route_table::ROUTE_TEMPLATES[..other] {
+            let path = crate::route_table::tests::concrete(template);
             for method in [Method::GET, Method::POST] {
                 let request = Request::builder()
                     .method(method.clone())

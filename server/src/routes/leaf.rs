@@ -4,10 +4,10 @@
 //! tokens.
 
 use super::{authorize, json_ok, read_id, Asks, Params};
-use crate::config::SNOWFLAKE_GRANT;
 use crate::error::ApiError;
 use crate::ids::Ids;
 use crate::metrics::Route;
+use crate::tokens::SNOWFLAKE_GRANT;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;

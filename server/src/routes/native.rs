@@ -5,11 +5,11 @@ use super::{
     authorize, bytes, handed_out, head, json_ok, parse_count, read_id, text, Asks, Params, JSON,
     TEXT,
 };
-use crate::config::{OPAQUE_GRANT, SNOWFLAKE_GRANT};
 use crate::error::ErrorBody;
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
 use crate::metrics::Route;
+use crate::tokens::{OPAQUE_GRANT, SNOWFLAKE_GRANT};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;

@@ -86,7 +86,7 @@ pub(super) async fn document() -> Response {
 mod tests {
     use super::*;
     use crate::config::DEFAULT_MAX_COUNT;
-    use crate::routes::ROUTE_TEMPLATES;
+    use crate::route_table::ROUTE_TEMPLATES;
     use serde_json::Value;
 
     fn document() -> Value {

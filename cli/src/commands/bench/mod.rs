@@ -2,26 +2,27 @@
 //! takes, ring slots per ID, borrowed time and an exact duplicate check, on the user's own
 //! machine, for four ways of using generators ([`Pattern`]).
 //!
-//! One idea a file: `patterns` makes the calls of each usage pattern, every thread records
+//! One idea a file: `options` holds what a run is asked to do, `patterns` makes the calls
+//! of each usage pattern, every thread records
 //! them through one `recorder`, `report` turns the recorders and the rings' counters into
 //! the report, and `generators` holds what is measured. This file is the command: its
 //! options, the generators it builds, and the report it prints.
 
 mod generators;
+mod options;
 mod patterns;
 mod recorder;
 mod report;
 pub(crate) mod schemes;
 
-pub(crate) use patterns::Pattern;
-
 use super::{cached_generator, default_generator};
 use crate::args::{BenchArgs, BenchGenerator};
 use crate::output::{Failure, Lines};
+use crate::pattern::Pattern;
 use crate::source::{Source, StoreChoice, Taken};
 use crate::{Env, SUCCESS};
 use generators::{Generators, SharedCounter};
-use patterns::BenchOptions;
+use options::BenchOptions;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,10 +3,10 @@
 //! between two reads of the rings' counters.
 
 use super::generators::{Generators, RingCounters};
+use super::options::BenchOptions;
 use super::recorder::{timed, timer_overhead, Recorder};
 use super::report::{summarize, BenchReport};
-use std::fmt;
-use std::str::FromStr;
+use crate::pattern::Pattern;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;
@@ -15,94 +15,6 @@ use uidgen::IdSource;
 
 /// Calls between two looks at the stop flag and the progress counter.
 const CALLS_PER_ROUND: u64 = 1024;
-
-/// How a run uses its generators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pattern {
-    /// One generator, every thread taking IDs flat out.
-    Single,
-    /// This many generators, each thread calling them in turn (0, 1, …, N-1, 0, …) flat
-    /// out.
-    Alternate(usize),
-    /// Short-lived threads, each taking one ID from one generator and exiting.
-    Churn,
-    /// Many threads, each taking one ID every interval.
-    Light,
-}
-
-impl Pattern {
-    /// The fewest generators `alternate` takes.
-    pub const ALTERNATE_MIN: usize = 2;
-    /// The most generators `alternate` takes.
-    pub const ALTERNATE_MAX: usize = 64;
-
-    /// How many generators the pattern uses.
-    pub fn generators(self) -> usize {
-        match self {
-            Pattern::Alternate(n) => n,
-            Pattern::Single | Pattern::Churn | Pattern::Light => 1,
-        }
-    }
-}
-
-impl fmt::Display for Pattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Pattern::Single => f.write_str("single"),
-            Pattern::Alternate(n) => write!(f, "alternate:{n}"),
-            Pattern::Churn => f.write_str("churn"),
-            Pattern::Light => f.write_str("light"),
-        }
-    }
-}
-
-impl FromStr for Pattern {
-    type Err = String;
-
-    /// `single`, `alternate:N` (N from 2 to 64), `churn` or `light`.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (min, max) = (Pattern::ALTERNATE_MIN, Pattern::ALTERNATE_MAX);
-        match text.split_once(':') {
-            None => match text {
-                "single" => Ok(Pattern::Single),
-                "churn" => Ok(Pattern::Churn),
-                "light" => Ok(Pattern::Light),
-                "alternate" => Err(format!(
-                    "alternate needs a count of generators: alternate:N with N from {min} to {max}"
-                )),
-                _ => Err(format!(
-                    "expected single, alternate:N (N from {min} to {max}), churn or light"
-                )),
-            },
-            Some(("alternate", count)) => match count.trim().parse::<usize>() {
-                Ok(n) if (min..=max).contains(&n) => Ok(Pattern::Alternate(n)),
-                _ => Err(format!(
-                    "alternate:N takes N from {min} to {max} generators, got {count:?}"
-                )),
-            },
-            Some(_) => Err(format!(
-                "expected single, alternate:N (N from {min} to {max}), churn or light; only \
-                 alternate takes a count"
-            )),
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-pub struct BenchOptions {
-    pub pattern: Pattern,
-    /// Threads at once; for churn, the threads of one wave.
-    pub threads: usize,
-    pub duration: Duration,
-    pub batch: usize,
-    pub check: bool,
-    /// Churn: the most short-lived threads to run.
-    pub count: u64,
-    /// Single and alternate: an unmeasured run first, this long.
-    pub warmup: Duration,
-    /// Light: each thread's time between two calls.
-    pub interval: Duration,
-}
 
 /// Runs the pattern of `options` on `generators` (as many as the pattern uses).
 pub(super) fn measure(

@@ -2,8 +2,9 @@
 //! before and after, as JSON ([`BenchReport`]'s fields) or as text for people.
 
 use super::generators::{Generators, RingCounters};
-use super::patterns::{BenchOptions, Pattern};
+use super::options::BenchOptions;
 use super::recorder::{count_duplicates, Recorder};
+use crate::pattern::Pattern;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt;
