@@ -49,8 +49,9 @@ impl LeaseStore for GuardedLeases {
                         store = %self.describe(),
                         store_mark_ms = mark_ms,
                         known_mark_ms = known,
-                        "uidgen: the store's time mark of this worker ID is below one recorded \
-                         before (the store lost data?); starting above the higher one"
+                        "uidgen: the store's time mark of this worker ID is below one this \
+                         machine or the store's records hold (a renewal that never reached the \
+                         store, or the store lost data); starting above the higher one"
                     );
                 }
                 Ok(Acquired::Granted {

@@ -61,11 +61,6 @@ impl Memory {
         self.folder_was_there
     }
 
-    /// Whether this store's file is there.
-    pub(crate) fn exists(&self) -> bool {
-        self.path.exists()
-    }
-
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }

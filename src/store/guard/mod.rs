@@ -52,6 +52,10 @@ pub(crate) trait RecordSteps: Send + Sync + 'static {
     fn insert(&self, name: &str, value: &str) -> Result<bool, StoreError>;
     /// Writes `name`, replacing any value.
     fn put(&self, name: &str, value: &str) -> Result<(), StoreError>;
+    /// The file the store lives in, for an embedded store.
+    fn local_file(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// The store's identity: a random number and when it was made (Unix ms).
@@ -172,6 +176,8 @@ pub(crate) struct Shared {
     /// The segment stores of this place in the process, by scope: the watcher compares
     /// their counters with the floors once a second.
     counters: Mutex<Vec<(String, Weak<dyn SegmentStore>)>>,
+    /// An embedded store's file was there before this process first opened the store.
+    file_was_there: bool,
     /// [`Shared::say_if_forgotten`] spoke.
     said_forgotten: std::sync::atomic::AtomicBool,
     /// Allocations hold it shared, give-backs alone: a floor lowered by a give-back is
@@ -233,7 +239,9 @@ impl Shared {
         {
             return shared;
         }
+        let file_was_there = records.local_file().is_some_and(|file| file.exists());
         let shared = Arc::new(Shared {
+            file_was_there,
             memory: Memory::for_store(&key),
             key: key.clone(),
             records,
@@ -517,31 +525,38 @@ impl Shared {
         state.generation += 1;
     }
 
-    /// An embedded store about to be given its first identity, where this machine kept
-    /// memory of stores before but remembers no identity of this one (its state file
-    /// removed or emptied): its file and its memory were wiped
-    /// together (a data folder emptied, a container whose store was not on its volume but
-    /// whose memory was). Runs on it moments ago may have used ticks up to
-    /// [`WIPED_STORE_AHEAD`] past the clock, on worker IDs now free again, so its leases
-    /// start past that. A brand-new machine (no memory folder yet) starts at the clock.
+    /// An embedded store about to be given its first identity whose file was there
+    /// before (emptied: `: > workers.sqlite3`), on a machine that kept memory of stores
+    /// before but remembers no identity of this one (its state file removed or emptied):
+    /// the store and its memory were wiped together. Runs on it moments ago may have used
+    /// ticks up to [`WIPED_STORE_AHEAD`] past the clock, on worker IDs now free again, so
+    /// its leases start past that. A new file (a new store, or one deleted rather than
+    /// emptied) and a new machine (no memory folder yet) start at the clock: nothing tells
+    /// them from a first use.
     fn wiped(&self) -> bool {
         self.kind() == StoreKind::Sqlite
+            && self.file_was_there
             && self.memory.as_ref().is_some_and(Memory::folder_was_there)
     }
 
     /// Says once, at INFO, that an existing store has no state file on this machine (a
-    /// new one, or one removed): nothing repeats (the store's own marks and counters hold),
+    /// new one, or one removed or emptied): nothing repeats (the store's own marks and counters hold),
     /// but an operator who removed it should know it is started again.
     fn say_if_forgotten(&self) {
-        if let Some(memory) = self.memory.as_ref().filter(|m| !m.exists()) {
-            if !self.said_forgotten.swap(true, Ordering::Relaxed) {
-                tracing::info!(
-                    store = %self.key,
-                    memory = %memory.path().display(),
-                    "uidgen keeps no memory of this store on this machine yet (a new or removed \
-                     state file): starting one from what the store holds"
-                );
-            }
+        let Some(memory) = &self.memory else { return };
+        if self.said_forgotten.load(Ordering::Relaxed) {
+            return;
+        }
+        // Removed or emptied: no identity remembered (a damaged file is the adopt's error).
+        if memory.read().is_ok_and(|r| r.identity.is_none())
+            && !self.said_forgotten.swap(true, Ordering::Relaxed)
+        {
+            tracing::info!(
+                store = %self.key,
+                memory = %memory.path().display(),
+                "uidgen keeps no memory of this store on this machine yet (a new, removed or \
+                 emptied state file): starting one from what the store holds"
+            );
         }
     }
 

@@ -74,6 +74,10 @@ pub(crate) trait SqlConn: Send + Sync + 'static {
     /// The database, without its password.
     fn location(&self) -> String;
     fn exec(&self, step: &'static str, sql: &str, params: &[Value]) -> Result<Done, StoreError>;
+    /// The file the database lives in, for an embedded engine.
+    fn local_file(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// One table on one engine's connection: the lease steps (`WORKER_LEASE`) or the segment

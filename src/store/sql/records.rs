@@ -51,6 +51,10 @@ impl<C: SqlConn> RecordSteps for SqlRecords<C> {
         self.conn.kind()
     }
 
+    fn local_file(&self) -> Option<std::path::PathBuf> {
+        self.conn.local_file().map(std::path::Path::to_path_buf)
+    }
+
     fn get(&self, names: &[&str]) -> Result<Vec<Option<String>>, StoreError> {
         let step = "reading the store's records";
         let marks = vec!["?"; names.len()].join(", ");

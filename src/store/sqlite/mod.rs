@@ -278,4 +278,8 @@ impl SqlConn for SqliteConn {
         *slot = Some(conn);
         Ok(done)
     }
+
+    fn local_file(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
 }
