@@ -4,6 +4,7 @@
 //! the test's own that no process has used.
 
 use super::guard::{RecordSteps, Shared, LOST, STORE_ID};
+use super::segment::{SegmentStore, TagRecord};
 use crate::store::{StoreError, StoreKind};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,91 @@ struct HeldBack {
     hold: Arc<Mutex<Option<Hold>>>,
 }
 
+/// Holds the current thread's reply if `hold` is armed for it: says it arrived, then
+/// waits to be let go.
+fn hold_if_armed(hold: &Mutex<Option<Hold>>) {
+    let held = {
+        let mut hold = hold.lock().unwrap();
+        match hold.as_ref() {
+            Some(h) if h.thread == std::thread::current().id() => hold.take(),
+            _ => None,
+        }
+    };
+    if let Some(held) = held {
+        held.answered.send(()).unwrap();
+        held.release.recv_timeout(STEP).expect("released in time");
+    }
+}
+
+/// Arms `hold` for a new thread running `body`; returns once that thread's held reply
+/// has arrived, with the sender that lets it go and the thread.
+fn run_held<T: Send + 'static>(
+    hold: &Arc<Mutex<Option<Hold>>>,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> (Sender<()>, std::thread::JoinHandle<T>) {
+    let (answered_tx, answered_rx) = channel();
+    let (release_tx, release_rx) = channel();
+    let (ready_tx, ready_rx) = channel();
+    let hold = Arc::clone(hold);
+    let thread = std::thread::spawn(move || {
+        *hold.lock().unwrap() = Some(Hold {
+            thread: std::thread::current().id(),
+            answered: answered_tx,
+            release: release_rx,
+        });
+        ready_tx.send(()).unwrap();
+        body()
+    });
+    ready_rx
+        .recv_timeout(STEP)
+        .expect("the held thread started");
+    answered_rx
+        .recv_timeout(STEP)
+        .expect("the held thread's read was answered");
+    (release_tx, thread)
+}
+
+/// A segment store whose next `tag` reply on one thread can be held back.
+struct HeldSegments {
+    inner: Box<dyn SegmentStore>,
+    hold: Arc<Mutex<Option<Hold>>>,
+}
+
+impl std::fmt::Debug for HeldSegments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl SegmentStore for HeldSegments {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn kind(&self) -> StoreKind {
+        self.inner.kind()
+    }
+    fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
+        self.inner.allocate(tag, step)
+    }
+    fn create(&self, tag: &str, first: u64, step: u64, text: &str) -> Result<bool, StoreError> {
+        self.inner.create(tag, first, step, text)
+    }
+    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        self.inner.give_back(tag, from, to)
+    }
+    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+        self.inner.raise(tag, from, to)
+    }
+    fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
+        let reply = self.inner.tag(tag);
+        hold_if_armed(&self.hold);
+        reply
+    }
+    fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
+        self.inner.tags()
+    }
+}
+
 impl RecordSteps for HeldBack {
     fn describe(&self) -> String {
         self.inner.describe()
@@ -36,17 +122,7 @@ impl RecordSteps for HeldBack {
     }
     fn get(&self, names: &[&str]) -> Result<Vec<Option<String>>, StoreError> {
         let reply = self.inner.get(names);
-        let held = {
-            let mut hold = self.hold.lock().unwrap();
-            match hold.as_ref() {
-                Some(h) if h.thread == std::thread::current().id() => hold.take(),
-                _ => None,
-            }
-        };
-        if let Some(held) = held {
-            held.answered.send(()).unwrap();
-            held.release.recv_timeout(STEP).expect("released in time");
-        }
+        hold_if_armed(&self.hold);
         reply
     }
     fn all(&self) -> Result<Vec<(String, String)>, StoreError> {
@@ -85,27 +161,8 @@ impl Rig {
         Sender<()>,
         std::thread::JoinHandle<Result<Vec<Option<String>>, StoreError>>,
     ) {
-        let (answered_tx, answered_rx) = channel();
-        let (release_tx, release_rx) = channel();
         let shared = Arc::clone(&self.shared);
-        let hold = Arc::clone(&self.hold);
-        let (ready_tx, ready_rx) = channel();
-        let thread = std::thread::spawn(move || {
-            *hold.lock().unwrap() = Some(Hold {
-                thread: std::thread::current().id(),
-                answered: answered_tx,
-                release: release_rx,
-            });
-            ready_tx.send(()).unwrap();
-            shared.check(&[])
-        });
-        ready_rx
-            .recv_timeout(STEP)
-            .expect("the held thread started");
-        answered_rx
-            .recv_timeout(STEP)
-            .expect("the held thread's read was answered");
-        (release_tx, thread)
+        run_held(&self.hold, move || shared.check(&[]))
     }
 
     /// `check` on a thread of its own, run to the end.
@@ -189,6 +246,52 @@ fn an_identity_that_vanished_is_still_a_loss(records: Box<dyn RecordSteps>, vani
     assert!(rig.word().is_some(), "word is left in the store");
 }
 
+/// Thread A creates a tag no one has: its read of the tag's row ("none") is held while
+/// thread B of the same process creates the tag and takes a range of it. A must not take
+/// B's range (which raised this process's floor) for IDs handed out before a tag that is
+/// gone: A's create finds the tag made (64 threads creating their tag at once met this).
+fn a_create_older_than_another_threads_range_is_not_a_loss(
+    records: Box<dyn RecordSteps>,
+    segments: Box<dyn SegmentStore>,
+) {
+    let hold = Arc::new(Mutex::new(None));
+    let guarded = Arc::new(super::guard::GuardedSegments::new(
+        Box::new(HeldSegments {
+            inner: segments,
+            hold: Arc::clone(&hold),
+        }),
+        Shared::of(records),
+        "default",
+        false,
+    ));
+    let tag = format!("race-{}", random());
+    let (release, a) = {
+        let (guarded, tag) = (Arc::clone(&guarded), tag.clone());
+        run_held(&hold, move || guarded.create(&tag, 1, 1000, "A"))
+    };
+    let (b_guarded, b_tag) = (Arc::clone(&guarded), tag.clone());
+    let taken = std::thread::spawn(move || {
+        assert!(
+            b_guarded.create(&b_tag, 1, 1000, "B").unwrap(),
+            "B creates it"
+        );
+        b_guarded.allocate(&b_tag, 1000).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(taken, 1001, "B took the first range");
+    release.send(()).unwrap();
+    let a = a.join().unwrap();
+    assert!(
+        matches!(a, Ok(false)),
+        "A's read of the row came before B made it: the tag exists, nothing was lost: {a:?}"
+    );
+    assert!(
+        guarded.allocate(&tag, 1000).unwrap() > 1001,
+        "the tag goes on"
+    );
+}
+
 fn random() -> String {
     format!("{:012x}", crate::process::random_u64() & 0xffff_ffff_ffff)
 }
@@ -235,6 +338,17 @@ mod sqlite {
             conn.execute("DELETE FROM uidgen_store WHERE name = 'store_id'", [])
                 .unwrap();
         });
+    }
+
+    #[test]
+    fn held_create() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::StoreUrl::parse(&dir.path().join("store.sqlite3").display().to_string())
+            .unwrap();
+        a_create_older_than_another_threads_range_is_not_a_loss(
+            fresh(&dir),
+            url.raw_segment(None).unwrap(),
+        );
     }
 }
 
@@ -297,6 +411,16 @@ macro_rules! sql_engine {
                     table.conn.exec("a test's delete", &sql, &[]).unwrap();
                 });
             }
+
+            #[test]
+            fn held_create() {
+                let table = Table::new();
+                let url = crate::StoreUrl::parse(&env_url($var, $default)).unwrap();
+                a_create_older_than_another_threads_range_is_not_a_loss(
+                    table.records(),
+                    url.raw_segment(None).unwrap(),
+                );
+            }
         }
     };
 }
@@ -322,7 +446,7 @@ sql_engine!(
 );
 
 /// Redis keeps the records in one hash per database: each test takes a database of its
-/// own (no other test uses 11 to 13), emptied of the hash first.
+/// own (no other test uses 11 to 14), emptied of the hash first.
 #[cfg(feature = "redis")]
 mod redis_engine {
     use super::*;
@@ -341,6 +465,24 @@ mod redis_engine {
         })
         .unwrap();
         (Box::new(RedisRecords { conn: conn.clone() }), conn)
+    }
+
+    fn url(db: u8) -> crate::StoreUrl {
+        let mut url = url::Url::parse(&env_url(
+            "UIDGEN_REDIS_URL",
+            "redis://127.0.0.1:6379/?accept_data_loss=true",
+        ))
+        .unwrap();
+        url.set_path(&format!("/{db}"));
+        crate::StoreUrl::parse(url.as_str()).unwrap()
+    }
+
+    #[test]
+    fn held_create() {
+        a_create_older_than_another_threads_range_is_not_a_loss(
+            fresh(14).0,
+            url(14).raw_segment(None).unwrap(),
+        );
     }
 
     #[test]
@@ -399,6 +541,17 @@ mod etcd_engine {
     fn held_reply_word() {
         let (records, url) = fresh();
         a_reply_older_than_word_of_a_loss_does_not_clear_it(records);
+        destroy(&url);
+    }
+
+    #[test]
+    fn held_create() {
+        let (records, url) = fresh();
+        let segments = crate::StoreUrl::parse(&url)
+            .unwrap()
+            .raw_segment(None)
+            .unwrap();
+        a_create_older_than_another_threads_range_is_not_a_loss(records, segments);
         destroy(&url);
     }
 

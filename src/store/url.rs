@@ -323,7 +323,7 @@ impl StoreUrl {
     }
 
     /// The segment store without the data-loss checks (for a repair).
-    fn raw_segment(
+    pub(super) fn raw_segment(
         &self,
         name: Option<&str>,
     ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {

@@ -125,10 +125,14 @@ impl SegmentStore for GuardedSegments {
         if self.shared.young_wait(self.kind()) {
             read = self.shared.check(&[&floor_record, &tag_record])?;
         }
+        // The floor as known before the row is read: another thread of this process may
+        // create the tag and take a range of it meanwhile, which raises the floor past a
+        // row read as absent (judged against what was known after, that was a false
+        // "handed out before").
+        let known = self.known(tag, number(read[0].as_ref()));
         if self.inner.tag(tag)?.is_some() {
             return Ok(false);
         }
-        let known = self.known(tag, number(read[0].as_ref()));
         if !self.force_create {
             let evidence = if known > first_id {
                 Some(format!(
