@@ -84,6 +84,16 @@ fn assert_increasing(ids: &[u64], what: &str) {
 #[derive(Default)]
 struct Seen(HashSet<u64>);
 
+/// Adds a run's IDs to what was handed out of its kind: segments (`segment next`) apart
+/// from snowflake IDs, which may share numbers with them.
+fn note(run: &[&str], ids: &[u64], what: &str, seen: &mut Seen, segments: &mut Seen) {
+    if run[0] == "segment" {
+        segments.add(ids, what);
+    } else {
+        seen.add(ids, what);
+    }
+}
+
 impl Seen {
     fn add(&mut self, ids: &[u64], what: &str) {
         let repeated: Vec<u64> = ids
@@ -673,11 +683,7 @@ fn a_full_disk_before_a_run_is_an_error_naming_the_file() {
         let what = format!("{run:?} after freeing the disk");
         let ids = ok(run, &what);
         assert_eq!(ids.len(), 5, "{what}");
-        if run[0] == "segment" {
-            segments.add(&ids, &what);
-        } else {
-            seen.add(&ids, &what);
-        }
+        note(run, &ids, &what, &mut seen, &mut segments);
     }
 }
 
@@ -900,11 +906,7 @@ fn a_read_only_file_system_is_an_error_naming_the_file_and_what_to_do() {
         let what = format!("{run:?} once writable");
         let ids = ok_ids(&disk.run(run), &what);
         assert_eq!(ids.len(), 5, "{what}");
-        if run[0] == "segment" {
-            segments.add(&ids, &what);
-        } else {
-            seen.add(&ids, &what);
-        }
+        note(run, &ids, &what, &mut seen, &mut segments);
     }
 }
 
