@@ -1002,9 +1002,24 @@ fn a_dump_restored_under_a_running_service_is_raised_before_others_take_from_it(
     }
     place.restore(&snapshot);
     // Within about a second the service sees the counter below what it handed out and
-    // raises it; a process on another machine, with no memory of the store, then
-    // starts above.
-    std::thread::sleep(Duration::from_millis(2500));
+    // raises it (waited for, up to 15 s); a process on another machine, with no memory
+    // of the store, then starts above.
+    let highest = before.iter().copied().max().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let max_id: u64 = place
+            .sql("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'", true)
+            .parse()
+            .unwrap();
+        if max_id > highest {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the service did not raise the counter ({max_id}) past {highest} within 15 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let other = Machine::new();
     let run = other.run(&[
         "segment", "next", "--tag", "t", "-n", "300", "--store", &url,
