@@ -72,9 +72,11 @@ pub(crate) const MARK_FLOOR: &str = "mark_floor";
 pub(crate) const LOST_IDENTITIES: &str = "lost_identities";
 
 /// How far ahead of the clock the holders of an embedded store that was wiped may have
-/// borrowed time: the cap of `uidgen next` and `uidgen serve` (a generator built with a
-/// larger `max_time_ahead` on an embedded store that may be wiped needs a larger margin:
-/// see [`Shared::check`]).
+/// borrowed time: the cap of `uidgen next` and `uidgen serve`. An embedded store whose
+/// file was emptied together with its state file (the state folder kept) starts its
+/// leases this far ahead of the clock. A generator built with a larger `max_time_ahead`
+/// (or none) on an embedded store that may be wiped is not covered: `uidgen serve` warns
+/// when configured so.
 pub const WIPED_STORE_AHEAD: Duration = Duration::from_secs(5);
 
 /// How far past the highest ID known a counter is raised when the store went back: more
