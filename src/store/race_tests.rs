@@ -452,14 +452,19 @@ mod redis_engine {
     use super::*;
     use crate::store::redis::{records::RedisRecords, RedisConn};
 
-    fn fresh(db: u8) -> (Box<dyn RecordSteps>, RedisConn) {
+    /// The suite's Redis URL on database `db`.
+    fn db_url(db: u8) -> String {
         let mut url = url::Url::parse(&env_url(
             "UIDGEN_REDIS_URL",
             "redis://127.0.0.1:6379/?accept_data_loss=true",
         ))
         .unwrap();
         url.set_path(&format!("/{db}"));
-        let conn = RedisConn::new(url.as_str()).unwrap();
+        url.into()
+    }
+
+    fn fresh(db: u8) -> (Box<dyn RecordSteps>, RedisConn) {
+        let conn = RedisConn::new(&db_url(db)).unwrap();
         conn.run("a test's cleanup", |c| {
             redis::cmd("DEL").arg("uidgen:store").query::<()>(c)
         })
@@ -467,21 +472,14 @@ mod redis_engine {
         (Box::new(RedisRecords { conn: conn.clone() }), conn)
     }
 
-    fn url(db: u8) -> crate::StoreUrl {
-        let mut url = url::Url::parse(&env_url(
-            "UIDGEN_REDIS_URL",
-            "redis://127.0.0.1:6379/?accept_data_loss=true",
-        ))
-        .unwrap();
-        url.set_path(&format!("/{db}"));
-        crate::StoreUrl::parse(url.as_str()).unwrap()
-    }
-
     #[test]
     fn held_create() {
         a_create_older_than_another_threads_range_is_not_a_loss(
             fresh(14).0,
-            url(14).raw_segment(None).unwrap(),
+            crate::StoreUrl::parse(&db_url(14))
+                .unwrap()
+                .raw_segment(None)
+                .unwrap(),
         );
     }
 
