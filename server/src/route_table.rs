@@ -1,55 +1,172 @@
-//! The routes the service answers, by template: a leaf that the metrics, the access log
-//! and the routes read (no import of the routes themselves).
+//! Every route the service answers, written once. The router is built from [`ROUTES`]
+//! (`routes/mod.rs` gives each its handler), and the fast path, the metric labels, the
+//! access log, the 404's list and the OpenAPI document's check read it. A leaf: it
+//! imports nothing of the crate, so all of those can import it.
 
-/// Every route's template, as the duration metric and the access log name it; the last
-/// stands for any other path (a 404), so that no path a client makes up becomes a label.
-pub(crate) const ROUTE_TEMPLATES: [&str; 17] = [
-    "/v1/snowflake",
-    "/v1/segment/{tag}",
-    "/v1/segment/{tag}/range",
-    "/v1/decode/{id}",
-    "/v1/opaque/{public}",
-    "/api/segment/get/{key}",
-    "/api/snowflake/get/{key}",
-    "/decodeSnowflakeId",
-    "/tinyid/id/nextId",
-    "/tinyid/id/nextIdSimple",
-    "/tinyid/id/nextSegmentId",
-    "/tinyid/id/nextSegmentIdSimple",
-    "/healthz",
-    "/readyz",
-    "/metrics",
-    "/openapi.json",
-    "(other)",
+/// A route the service answers; [`ROUTES`] gives its template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Snowflake,
+    Segment,
+    Range,
+    Decode,
+    Reveal,
+    LeafSegment,
+    LeafSnowflake,
+    LeafDecode,
+    TinyidNextId,
+    TinyidNextIdSimple,
+    TinyidNextSegmentId,
+    TinyidNextSegmentIdSimple,
+    Healthz,
+    Readyz,
+    Metrics,
+    OpenApi,
+}
+
+/// Whose protocol a route is: the OpenAPI document describes the native and operations
+/// routes; Leaf's and Tinyid's are described by their projects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    Native,
+    Leaf,
+    Tinyid,
+    Operations,
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub(crate) struct RouteEntry {
+    pub(crate) route: Route,
+    /// The path as the router matches it: each `{name}` is one non-empty segment.
+    pub(crate) template: &'static str,
+    pub(crate) family: Family,
+}
+
+const fn entry(route: Route, template: &'static str, family: Family) -> RouteEntry {
+    RouteEntry {
+        route,
+        template,
+        family,
+    }
+}
+
+/// Every route, in the order the 404 lists them.
+pub(crate) const ROUTES: [RouteEntry; 16] = [
+    entry(Route::Snowflake, "/v1/snowflake", Family::Native),
+    entry(Route::Segment, "/v1/segment/{tag}", Family::Native),
+    entry(Route::Range, "/v1/segment/{tag}/range", Family::Native),
+    entry(Route::Decode, "/v1/decode/{id}", Family::Native),
+    entry(Route::Reveal, "/v1/opaque/{public}", Family::Native),
+    entry(Route::LeafSegment, "/api/segment/get/{key}", Family::Leaf),
+    entry(
+        Route::LeafSnowflake,
+        "/api/snowflake/get/{key}",
+        Family::Leaf,
+    ),
+    entry(Route::LeafDecode, "/decodeSnowflakeId", Family::Leaf),
+    entry(Route::TinyidNextId, "/tinyid/id/nextId", Family::Tinyid),
+    entry(
+        Route::TinyidNextIdSimple,
+        "/tinyid/id/nextIdSimple",
+        Family::Tinyid,
+    ),
+    entry(
+        Route::TinyidNextSegmentId,
+        "/tinyid/id/nextSegmentId",
+        Family::Tinyid,
+    ),
+    entry(
+        Route::TinyidNextSegmentIdSimple,
+        "/tinyid/id/nextSegmentIdSimple",
+        Family::Tinyid,
+    ),
+    entry(Route::Healthz, "/healthz", Family::Operations),
+    entry(Route::Readyz, "/readyz", Family::Operations),
+    entry(Route::Metrics, "/metrics", Family::Operations),
+    entry(Route::OpenApi, "/openapi.json", Family::Operations),
 ];
 
-/// The index in [`ROUTE_TEMPLATES`] of the route that answers `path`, as the router
-/// matches it.
-pub(crate) fn route_index(path: &str) -> usize {
-    let one_segment = |rest: &str| !rest.is_empty() && !rest.contains('/');
-    let exact = |template: &str| ROUTE_TEMPLATES.iter().position(|t| *t == template);
-    let other = ROUTE_TEMPLATES.len() - 1;
-    if let Some(rest) = path.strip_prefix("/v1/segment/") {
-        return match rest.strip_suffix("/range") {
-            Some(tag) if one_segment(tag) => 2,
-            _ if one_segment(rest) => 1,
-            _ => other,
-        };
+/// The label of any path no route takes (a 404), so that no path a client makes up
+/// becomes a label.
+pub(crate) const OTHER: &str = "(other)";
+
+/// The duration metric's and the access log's labels, by index: every route's template
+/// in [`ROUTES`]' order, then [`OTHER`].
+pub(crate) const ROUTE_TEMPLATES: [&str; ROUTES.len() + 1] = {
+    let mut labels = [OTHER; ROUTES.len() + 1];
+    let mut i = 0;
+    while i < ROUTES.len() {
+        labels[i] = ROUTES[i].template;
+        i += 1;
     }
-    for (prefix, index) in [
-        ("/v1/decode/", 3),
-        ("/v1/opaque/", 4),
-        ("/api/segment/get/", 5),
-        ("/api/snowflake/get/", 6),
-    ] {
-        if let Some(rest) = path.strip_prefix(prefix) {
-            return if one_segment(rest) { index } else { other };
+    labels
+};
+
+/// The route that answers `path`, as the router matches it, with the raw value of its
+/// path parameter if it has one: an index in [`ROUTES`].
+pub(crate) fn find(path: &str) -> Option<(usize, Option<&str>)> {
+    ROUTES
+        .iter()
+        .enumerate()
+        .find_map(|(index, entry)| Some((index, matches(entry.template, path)?)))
+}
+
+/// `Some(parameter)` when `path` fits `template`: literal segments equal, each `{name}`
+/// one non-empty segment.
+fn matches<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
+    let mut parameter = None;
+    let mut wanted = template.split('/');
+    let mut given = path.split('/');
+    loop {
+        match (wanted.next(), given.next()) {
+            (None, None) => return Some(parameter),
+            (Some(want), Some(got)) if want.starts_with('{') && !got.is_empty() => {
+                parameter = Some(got);
+            }
+            (Some(want), Some(got)) if want == got => {}
+            _ => return None,
         }
     }
-    match exact(path) {
-        Some(index) if !path.contains('{') && index != other => index,
-        _ => other,
+}
+
+/// The index in [`ROUTE_TEMPLATES`] of the route that answers `path`.
+pub(crate) fn route_index(path: &str) -> usize {
+    find(path).map_or(ROUTES.len(), |(index, _)| index)
+}
+
+impl Family {
+    const ALL: [Family; 4] = [
+        Family::Native,
+        Family::Leaf,
+        Family::Tinyid,
+        Family::Operations,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Family::Native => "native",
+            Family::Leaf => "Leaf's",
+            Family::Tinyid => "Tinyid's",
+            Family::Operations => "operations",
+        }
     }
+}
+
+/// The 404's list: every template, by family (`native: /v1/snowflake, …; Leaf's: …`).
+pub(crate) fn listed() -> String {
+    Family::ALL
+        .iter()
+        .map(|family| {
+            let templates: Vec<&str> = ROUTES
+                .iter()
+                .filter(|entry| entry.family == *family)
+                .map(|entry| entry.template)
+                .collect();
+            format!("{}: {}", family.name(), templates.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]
@@ -68,10 +185,13 @@ pub(crate) mod tests {
     #[test]
     fn every_path_is_named_by_its_route_and_nothing_else_becomes_a_label() {
         let other = ROUTE_TEMPLATES.len() - 1;
-        for (index, template) in ROUTE_TEMPLATES[..other].iter().enumerate() {
-            assert_eq!(route_index(&concrete(template)), index, "{template}");
+        assert_eq!(ROUTE_TEMPLATES[other], OTHER);
+        for (index, entry) in ROUTES.iter().enumerate() {
+            assert_eq!(ROUTE_TEMPLATES[index], entry.template);
+            assert_eq!(route_index(&concrete(entry.template)), index, "{entry:?}");
         }
         for path in [
+            "",
             "/",
             "/v1/segment/",
             "/v1/segment/a/b",
@@ -81,10 +201,39 @@ pub(crate) mod tests {
             "/api/snowflake/get/a/b",
             "/v1/decode/",
             "/v1/snowflakes",
+            "/v1/snowflake/",
             "(other)",
             "/metrics/",
+            "//metrics",
+            "/{tag}",
+            "/v1/segment/{tag}/range/x",
         ] {
             assert_eq!(route_index(path), other, "{path}");
         }
+    }
+
+    #[test]
+    fn each_route_is_listed_once_and_its_parameter_is_found() {
+        for (index, entry) in ROUTES.iter().enumerate() {
+            let twice = ROUTES[index + 1..]
+                .iter()
+                .any(|later| later.route == entry.route || later.template == entry.template);
+            assert!(!twice, "{entry:?} is listed twice");
+        }
+        assert_eq!(find("/v1/segment/order/range"), Some((2, Some("order"))));
+        assert_eq!(find("/v1/segment/order"), Some((1, Some("order"))));
+        assert_eq!(find("/api/segment/get/a%20b"), Some((5, Some("a%20b"))));
+        assert_eq!(find("/v1/snowflake"), Some((0, None)));
+        let listed = listed();
+        assert!(listed.starts_with("native: /v1/snowflake, /v1/segment/{tag}, "));
+        assert!(listed.ends_with("; operations: /healthz, /readyz, /metrics, /openapi.json"));
+        let mut items: Vec<&str> = listed
+            .split("; ")
+            .flat_map(|group| group.split_once(": ").unwrap().1.split(", "))
+            .collect();
+        let mut templates: Vec<&str> = ROUTES.iter().map(|entry| entry.template).collect();
+        items.sort_unstable();
+        templates.sort_unstable();
+        assert_eq!(items, templates);
     }
 }

@@ -9,9 +9,12 @@ mod ops;
 mod schema;
 mod tinyid;
 
+use crate::config::Limits;
 use crate::error::{shown_tag, ApiError};
 use crate::ids::Ids;
-use axum::extract::FromRequestParts;
+use crate::route_table::{self, Route, ROUTES};
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
@@ -21,7 +24,7 @@ pub(crate) use guard::Guard;
 use guard::GuardLayer;
 pub(crate) use hot::App;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tower::util::Either;
 use tower::Layer;
 use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
@@ -84,42 +87,49 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
     )
 }
 
-/// The routes alone, without the time limit and the count of refused answers.
+/// The routes alone, without the time limit and the count of refused answers: one per
+/// row of the route table, so the router serves exactly what the table lists.
 fn routes(ids: Arc<Ids>) -> Router {
     let limits = ids.config.limits.clone();
-    // Only Tinyid's routes read a body (a form), so only they pay for the limit's wrapper.
-    let with_form = |route: MethodRouter<Arc<Ids>>| {
-        route.layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
-    };
-    Router::new()
-        .route("/v1/snowflake", get(native::snowflake))
-        .route("/v1/segment/{tag}", get(native::segment))
-        .route("/v1/segment/{tag}/range", post(native::range))
-        .route("/v1/decode/{id}", get(native::decode))
-        .route("/v1/opaque/{public}", get(native::reveal))
-        .route("/api/segment/get/{key}", get(leaf::segment))
-        .route("/api/snowflake/get/{key}", get(leaf::snowflake))
-        .route("/decodeSnowflakeId", get(leaf::decode))
-        .route("/tinyid/id/nextId", with_form(any(tinyid::next_id)))
-        .route(
-            "/tinyid/id/nextIdSimple",
-            with_form(any(tinyid::next_id_simple)),
-        )
-        .route(
-            "/tinyid/id/nextSegmentId",
-            with_form(any(tinyid::next_segment_id)),
-        )
-        .route(
-            "/tinyid/id/nextSegmentIdSimple",
-            with_form(any(tinyid::next_segment_id_simple)),
-        )
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(openapi::document))
+    ROUTES
+        .iter()
+        .fold(Router::new(), |router, entry| {
+            router.route(entry.template, handler(entry.route, &limits))
+        })
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(ids)
+}
+
+/// What answers `route`.
+fn handler(route: Route, limits: &Limits) -> MethodRouter<Arc<Ids>> {
+    // Only Tinyid's routes read a body (a form), so only they pay for the limit's wrapper.
+    let form_route = |call: tinyid::Call| {
+        any(
+            move |ids: State<Arc<Ids>>, method: Method, query: RawQuery, body: Bytes| {
+                tinyid::answer(call, ids, method, query, body)
+            },
+        )
+        .layer(RequestBodyLimitLayer::new(limits.max_body_bytes))
+    };
+    match route {
+        Route::Snowflake => get(native::snowflake),
+        Route::Segment => get(native::segment),
+        Route::Range => post(native::range),
+        Route::Decode => get(native::decode),
+        Route::Reveal => get(native::reveal),
+        Route::LeafSegment => get(leaf::segment),
+        Route::LeafSnowflake => get(leaf::snowflake),
+        Route::LeafDecode => get(leaf::decode),
+        Route::TinyidNextId => form_route(tinyid::Call::Ids),
+        Route::TinyidNextIdSimple => form_route(tinyid::Call::IdsText),
+        Route::TinyidNextSegmentId => form_route(tinyid::Call::Range),
+        Route::TinyidNextSegmentIdSimple => form_route(tinyid::Call::RangeText),
+        Route::Healthz => get(ops::healthz),
+        Route::Readyz => get(ops::readyz),
+        Route::Metrics => get(ops::metrics),
+        Route::OpenApi => get(openapi::document),
+    }
 }
 
 async fn method_not_allowed(method: Method) -> ApiError {
@@ -131,13 +141,9 @@ async fn method_not_allowed(method: Method) -> ApiError {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "no such route: see /v1/snowflake, /v1/segment/{tag}, /v1/decode/{id}, \
-         /v1/opaque/{public}, \
-         /api/segment/get/{key}, /tinyid/id/nextId, /healthz, /readyz, /metrics, \
-         /openapi.json",
-    )
+    static LISTED: LazyLock<String> =
+        LazyLock::new(|| format!("no such route; the routes: {}", route_table::listed()));
+    ApiError::new(StatusCode::NOT_FOUND, LISTED.as_str())
 }
 
 /// A request's query (and form body) parameters, each given once.

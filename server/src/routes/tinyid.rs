@@ -153,85 +153,76 @@ async fn segment_id(ids: &Ids, query: Option<String>, body: &Bytes) -> Result<Se
     })
 }
 
-/// `/tinyid/id/nextId?bizType=&token=&batchSize=`: `{"data":[…],"code":200,"message":""}`.
-pub(super) async fn next_id(
-    State(ids): State<Arc<Ids>>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
-    if method == Method::HEAD {
-        return head(&ids, query, &body, true, (super::JSON, envelope_error)).await;
+/// Tinyid's four calls: IDs or a range, each as JSON or as one line of text.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Call {
+    /// `/tinyid/id/nextId?bizType=&token=&batchSize=`: `{"data":[…],"code":200,"message":""}`.
+    Ids,
+    /// `/tinyid/id/nextIdSimple`: `3`, or `4,5,6` for a batch.
+    IdsText,
+    /// `/tinyid/id/nextSegmentId`: the range as Tinyid's JSON.
+    Range,
+    /// `/tinyid/id/nextSegmentIdSimple`: `currentId,loadingId,maxId,delta,remainder`.
+    RangeText,
+}
+
+impl Call {
+    fn simple(self) -> bool {
+        matches!(self, Call::IdsText | Call::RangeText)
     }
-    match draw(&ids, query, &body).await {
-        Ok(out) => {
-            let count = out.len() as u64;
-            super::handed_out(&ids, envelope_ok(out), count)
-        }
-        Err(e) => envelope_error(e),
+
+    fn range(self) -> bool {
+        matches!(self, Call::Range | Call::RangeText)
     }
 }
 
-/// `/tinyid/id/nextIdSimple`: `3`, or `4,5,6` for a batch.
-pub(super) async fn next_id_simple(
+/// Every Tinyid route: HEAD checks the request and draws nothing; otherwise the IDs or
+/// the range, in the call's form, or the error as that form writes errors.
+pub(super) async fn answer(
+    call: Call,
     State(ids): State<Arc<Ids>>,
     method: Method,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Response {
+    let (kind, refused): (&'static str, fn(ApiError) -> Response) = if call.simple() {
+        (super::TEXT, simple_error)
+    } else {
+        (super::JSON, envelope_error)
+    };
     if method == Method::HEAD {
-        return head(&ids, query, &body, true, (super::TEXT, simple_error)).await;
+        return head(&ids, query, &body, !call.range(), (kind, refused)).await;
     }
-    match draw(&ids, query, &body).await {
-        Ok(out) => {
-            let line: Vec<String> = out.iter().map(u64::to_string).collect();
-            super::handed_out(&ids, text(StatusCode::OK, line.join(",")), out.len() as u64)
-        }
-        Err(e) => simple_error(e),
-    }
-}
-
-/// `/tinyid/id/nextSegmentId`: the range as Tinyid's JSON.
-pub(super) async fn next_segment_id(
-    State(ids): State<Arc<Ids>>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
-    if method == Method::HEAD {
-        return head(&ids, query, &body, false, (super::JSON, envelope_error)).await;
-    }
-    match segment_id(&ids, query, &body).await {
-        Ok(segment) => {
-            let count = segment.max_id - segment.current_id;
-            super::handed_out(&ids, envelope_ok(segment), count)
-        }
-        Err(e) => envelope_error(e),
-    }
-}
-
-/// `/tinyid/id/nextSegmentIdSimple`: `currentId,loadingId,maxId,delta,remainder`.
-pub(super) async fn next_segment_id_simple(
-    State(ids): State<Arc<Ids>>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
-    if method == Method::HEAD {
-        return head(&ids, query, &body, false, (super::TEXT, simple_error)).await;
-    }
-    match segment_id(&ids, query, &body).await {
-        Ok(s) => super::handed_out(
-            &ids,
-            text(
-                StatusCode::OK,
-                format!(
-                    "{},{},{},{},{}",
-                    s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+    let (answer, count) = if call.range() {
+        match segment_id(&ids, query, &body).await {
+            Ok(s) if call.simple() => (
+                text(
+                    StatusCode::OK,
+                    format!(
+                        "{},{},{},{},{}",
+                        s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+                    ),
                 ),
+                s.max_id - s.current_id,
             ),
-            s.max_id - s.current_id,
-        ),
-        Err(e) => simple_error(e),
-    }
+            Ok(s) => {
+                let count = s.max_id - s.current_id;
+                (envelope_ok(s), count)
+            }
+            Err(e) => return refused(e),
+        }
+    } else {
+        match draw(&ids, query, &body).await {
+            Ok(out) if call.simple() => {
+                let line: Vec<String> = out.iter().map(u64::to_string).collect();
+                (text(StatusCode::OK, line.join(",")), out.len() as u64)
+            }
+            Ok(out) => {
+                let count = out.len() as u64;
+                (envelope_ok(out), count)
+            }
+            Err(e) => return refused(e),
+        }
+    };
+    super::handed_out(&ids, answer, count)
 }
