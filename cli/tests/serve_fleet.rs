@@ -190,7 +190,7 @@ impl Server {
             "1",
         ]);
         common::clean(&mut command);
-        for var in uidgen_server::ENV_VARIABLES {
+        for var in uidgen_server::env_variables() {
             command.env_remove(var);
         }
         command.stdout(Stdio::piped()).stderr(Stdio::from(stderr));

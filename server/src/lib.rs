@@ -22,6 +22,23 @@
 //! uidgen_server::run(config, |addr| println!("listening on {addr}")).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Where things live
+//!
+//! `ARCHITECTURE.md` in the repository follows a request through these; no module imports
+//! one that imports it back (`scripts/check-module-cycles --strict`).
+//!
+//! | module | owns |
+//! |---|---|
+//! | `config/` | the settings: the schema, every setting's three spellings (`SETTINGS`), the layers' loader, the checks, the errors |
+//! | `tokens` | bearer tokens, the grant names and their errors |
+//! | `ids` | the ID sources built from a config, and `/readyz`'s view of them |
+//! | `route_table` | a leaf: every route's template, the index metrics and the access log label by |
+//! | `routes/` | the router, the fast path of the single-ID routes, the handlers, the guard, OpenAPI |
+//! | `metrics` | the Prometheus exposition |
+//! | `listen` | the listener, graceful shutdown, reloads |
+//! | `batch_pool` | large opaque batches on low-priority threads |
+//! | `error` | the JSON errors |
 
 /// This crate's version (the whole workspace's).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -41,9 +58,9 @@ mod routes;
 mod tokens;
 
 pub use config::{
-    Config, ConfigError, Limits, PeriodTag, ResidueTag, CREATE_TAGS_GONE, DEFAULT_LISTEN,
-    DEFAULT_MAX_COUNT, ENV_VARIABLES, MAX_HEAD_BYTES, MAX_MAX_COUNT, MAX_RESIDUE_STORES,
-    MAX_URI_BYTES,
+    env_variables, Config, ConfigError, Limits, PeriodTag, ResidueTag, Setting, SettingKind,
+    CREATE_TAGS_GONE, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, MAX_HEAD_BYTES, MAX_MAX_COUNT,
+    MAX_RESIDUE_STORES, MAX_URI_BYTES, SETTINGS,
 };
 pub use error::ApiError;
 pub use ids::{Ids, StartError, MAX_SERVED_TAGS};

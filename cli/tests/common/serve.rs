@@ -19,7 +19,7 @@ impl Serve {
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args);
-        for var in uidgen_server::ENV_VARIABLES {
+        for var in uidgen_server::env_variables() {
             command.env_remove(var);
         }
         for (k, v) in envs {
