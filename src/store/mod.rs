@@ -4,6 +4,7 @@
 //! Every network step has a bound, name resolution included; every error names the store
 //! and what to do; no error, `Debug` or log output shows a password.
 
+mod driver;
 #[cfg(feature = "etcd")]
 mod etcd;
 pub(crate) mod guard;
@@ -17,6 +18,7 @@ pub(crate) mod mysql;
     feature = "etcd"
 ))]
 mod net;
+mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(test)]
@@ -81,6 +83,21 @@ pub use self::redis::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
+
+/// Every engine this build has, once: adding an engine is its folder (with its
+/// `driver.rs`), a [`StoreKind`] with its schemes, and a line here.
+const DRIVERS: &[&driver::Driver] = &[
+    #[cfg(feature = "sqlite")]
+    &sqlite::DRIVER,
+    #[cfg(feature = "mysql")]
+    &mysql::DRIVER,
+    #[cfg(feature = "postgres")]
+    &postgres::DRIVER,
+    #[cfg(feature = "redis")]
+    &redis::DRIVER,
+    #[cfg(feature = "etcd")]
+    &etcd::DRIVER,
+];
 
 /// Which engine a store is: said by the store itself, never worked out from its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -290,6 +290,58 @@ impl Tls {
     }
 }
 
+/// The public face shared by the key-value engines' stores (Redis, etcd), over their
+/// connection at `$conn` (a field path: `steps.conn`): a `Debug` that shows where and
+/// under which prefix but never the password, the bound on each step, another key
+/// prefix, where it is, and the driver's builder surface. One macro, so the four faces
+/// cannot drift apart.
+#[cfg(any(feature = "redis", feature = "etcd"))]
+macro_rules! key_value_store_face {
+    ($name:ident, $($conn:ident).+, $server:literal, $default_prefix:literal) => {
+        impl std::fmt::Debug for $name {
+            // By hand: the connection settings hold the password.
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("location", &self.$($conn).+.location())
+                    .field("prefix", &self.$($conn).+.key_prefix())
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl $name {
+            /// The bound on each network step: resolving the host name, connecting
+            /// (with its handshake and authentication) and each request (default 5 s).
+            #[must_use]
+            pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.$($conn).+ = self.$($conn).+.with_timeout(timeout);
+                self
+            }
+
+            #[doc = concat!("The keys' prefix (default `", $default_prefix, "`): stores with different prefixes are independent.")]
+            pub fn prefix(mut self, prefix: &str) -> Result<Self, $crate::store::StoreError> {
+                self.$($conn).+ = self.$($conn).+.with_prefix(prefix)?;
+                Ok(self)
+            }
+
+            #[doc = concat!("The ", $server, ", without its password.")]
+            pub fn location(&self) -> &str {
+                self.$($conn).+.location()
+            }
+        }
+
+        impl $crate::store::driver::Builder for $name {
+            fn bounded(self, timeout: std::time::Duration) -> Self {
+                self.timeout(timeout)
+            }
+            fn named(self, name: &str) -> Result<Self, $crate::store::StoreError> {
+                self.prefix(name)
+            }
+        }
+    };
+}
+#[cfg(any(feature = "redis", feature = "etcd"))]
+pub(crate) use key_value_store_face;
+
 #[cfg(test)]
 mod redact_tests {
     use super::redact_url;

@@ -189,6 +189,33 @@ macro_rules! segment_store_over_steps {
 #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
 pub(crate) use segment_store_over_steps;
 
+/// `give_back` and `raise` of an engine's segment store whose `set_counter(step, tag,
+/// from, to)` moves a counter only if it still holds `from`: the rules of both written
+/// once. A give-back only ever lowers a counter (to a range's start), a raise only
+/// lifts it, and never past the largest `BIGINT`; anything else changes nothing.
+#[allow(unused_macros)] // unused in a build without a store engine
+macro_rules! give_back_and_raise {
+    ($store:expr) => {
+        fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+            $crate::store::segment::check_tag($store(self), tag)?;
+            if to >= from {
+                return Ok(false);
+            }
+            self.set_counter("giving a range back", tag, from, to)
+        }
+
+        fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
+            $crate::store::segment::check_tag($store(self), tag)?;
+            if to <= from || to > i64::MAX as u64 {
+                return Ok(false);
+            }
+            self.set_counter("raising a counter", tag, from, to)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use give_back_and_raise;
+
 /// The longest tag: Leaf's `biz_tag` is `varchar(128)`.
 pub const MAX_TAG_LEN: usize = 128;
 

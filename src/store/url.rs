@@ -1,6 +1,6 @@
-//! Store URLs: one parser for every form a store is named by ([`StoreUrl`]), which opens
-//! the lease store and the segment store of that place; and URLs shown to people, parsed,
-//! with every password replaced.
+//! Store URLs: one parser for every form a store is named by ([`StoreUrl`]), and URLs
+//! shown to people, parsed, with every password replaced. Opening the stores of the
+//! place a URL names is `open.rs`'s.
 
 use super::{StoreError, StoreKind};
 use std::path::{Path, PathBuf};
@@ -61,16 +61,16 @@ const SCHEMES: &[(&str, StoreKind)] = &[
 pub struct StoreUrl {
     kind: StoreKind,
     /// The file of the embedded store, or the URL as given (trimmed).
-    target: Target,
+    pub(super) target: Target,
     /// The bound on each network step (the wait for the file's lock, for SQLite), if not
     /// the store's default.
-    timeout: Option<std::time::Duration>,
+    pub(super) timeout: Option<std::time::Duration>,
     /// Creating a tag below what it handed out before is allowed.
-    force_create: bool,
+    pub(super) force_create: bool,
 }
 
 #[derive(Clone, PartialEq, Eq)]
-enum Target {
+pub(super) enum Target {
     File(PathBuf),
     Url(String),
 }
@@ -205,18 +205,12 @@ impl StoreUrl {
         let Target::Url(url) = &self.target else {
             return Ok(());
         };
-        match self.kind {
-            #[cfg(feature = "mysql")]
-            StoreKind::MySql => {
-                super::mysql::MySqlStore::new(url, std::time::Duration::ZERO).map(drop)
-            }
-            #[cfg(feature = "postgres")]
-            StoreKind::Postgres => super::postgres::PgConn::new(url, "", "t").map(drop),
-            #[cfg(feature = "redis")]
-            StoreKind::Redis => super::redis::RedisConn::new(url).map(drop),
-            #[cfg(feature = "etcd")]
-            StoreKind::Etcd => super::etcd::EtcdConn::new(url).map(drop),
-            kind => Err(not_built(kind, url)),
+        match super::DRIVERS
+            .iter()
+            .find(|driver| driver.kind == self.kind)
+        {
+            Some(driver) => (driver.check)(url),
+            None => Err(not_built(self.kind, url)),
         }
     }
 
@@ -246,267 +240,10 @@ impl StoreUrl {
             Target::Url(_) => None,
         }
     }
-
-    /// Opens the worker-ID lease store of this place (connecting on first use), in its
-    /// default table (`WORKER_LEASE`) or key prefix (`uidgen:lease:`).
-    pub fn lease_store(&self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        self.open_lease(None)
-    }
-
-    /// The lease store in table `name` (a key prefix on Redis): deployments sharing one
-    /// database kept apart.
-    pub fn lease_store_in(
-        &self,
-        name: &str,
-    ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        self.open_lease(Some(name))
-    }
-
-    /// Opens the segment store of this place (connecting on first use), in its default
-    /// table (`leaf_alloc`) or key prefix (`uidgen:segment:`).
-    pub fn segment_store(&self) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
-        self.open_segment(None)
-    }
-
-    /// The segment store in table `name` (a key prefix on Redis).
-    pub fn segment_store_in(
-        &self,
-        name: &str,
-    ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
-        self.open_segment(Some(name))
-    }
-
-    fn open_lease(
-        &self,
-        name: Option<&str>,
-    ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        let inner = self.raw_lease(name)?;
-        Ok(match self.records()? {
-            Some(records) => Box::new(super::guard::GuardedLeases {
-                inner,
-                shared: super::guard::Shared::of(records),
-                scope: name.unwrap_or(DEFAULT_SCOPE).to_owned(),
-            }),
-            None => inner,
-        })
-    }
-
-    fn open_segment(
-        &self,
-        name: Option<&str>,
-    ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
-        let inner = self.raw_segment(name)?;
-        Ok(match self.records()? {
-            Some(records) => Box::new(super::guard::GuardedSegments::new(
-                inner,
-                super::guard::Shared::of(records),
-                name.unwrap_or(DEFAULT_SCOPE),
-                self.force_create,
-            )),
-            None => inner,
-        })
-    }
-
-    fn raw_lease(
-        &self,
-        name: Option<&str>,
-    ) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        open_store!(
-            self,
-            name,
-            SqliteLeaseStore,
-            MySqlLeaseStore,
-            PostgresLeaseStore,
-            RedisLeaseStore,
-            EtcdLeaseStore
-        )
-    }
-
-    /// The segment store without the data-loss checks (for a repair).
-    pub(super) fn raw_segment(
-        &self,
-        name: Option<&str>,
-    ) -> Result<Box<dyn super::segment::SegmentStore>, StoreError> {
-        open_store!(
-            self,
-            name,
-            SqliteSegmentStore,
-            MySqlSegmentStore,
-            PostgresSegmentStore,
-            RedisSegmentStore,
-            EtcdSegmentStore
-        )
-    }
-
-    /// The store's own records (its identity and floors), on the engines that keep them.
-    fn records(&self) -> Result<Option<Box<dyn super::guard::RecordSteps>>, StoreError> {
-        #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
-        use super::sql::records::RECORDS_TABLE;
-        /// An SQL engine's connection to the records table, as the records' steps.
-        #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
-        fn sql_records<C: super::sql::SqlConn>(conn: C) -> Box<dyn super::guard::RecordSteps> {
-            Box::new(super::sql::records::SqlRecords {
-                conn,
-                table: RECORDS_TABLE.into(),
-            })
-        }
-        match (&self.target, self.kind) {
-            #[cfg(feature = "sqlite")]
-            (Target::File(path), _) => {
-                let mut conn = super::sqlite::SqliteConn::new(
-                    path.clone(),
-                    super::sql::records::SQLITE_RECORDS_SCHEMA,
-                    RECORDS_TABLE,
-                );
-                if let Some(timeout) = self.timeout {
-                    conn = conn.busy_timeout(timeout);
-                }
-                Ok(Some(sql_records(conn)))
-            }
-            #[cfg(feature = "mysql")]
-            (Target::Url(raw), StoreKind::MySql) => {
-                let mut conn = super::mysql::MySqlConn::new(
-                    raw,
-                    super::sql::records::MYSQL_RECORDS_SCHEMA,
-                    RECORDS_TABLE,
-                )?;
-                if let Some(timeout) = self.timeout {
-                    conn = conn.with_timeout(timeout);
-                }
-                Ok(Some(sql_records(conn)))
-            }
-            #[cfg(feature = "postgres")]
-            (Target::Url(raw), StoreKind::Postgres) => {
-                let mut conn = super::postgres::PgConn::new(
-                    raw,
-                    super::sql::records::POSTGRES_RECORDS_SCHEMA,
-                    RECORDS_TABLE,
-                )?;
-                if let Some(timeout) = self.timeout {
-                    conn = conn.with_timeout(timeout);
-                }
-                Ok(Some(sql_records(conn)))
-            }
-            #[cfg(feature = "redis")]
-            (Target::Url(raw), StoreKind::Redis) => {
-                let mut conn = super::redis::RedisConn::new(raw)?;
-                if let Some(timeout) = self.timeout {
-                    conn = conn.with_timeout(timeout);
-                }
-                Ok(Some(Box::new(super::redis::records::RedisRecords { conn })))
-            }
-            #[cfg(feature = "etcd")]
-            (Target::Url(raw), StoreKind::Etcd) => {
-                let mut conn = super::etcd::EtcdConn::new(raw)?;
-                if let Some(timeout) = self.timeout {
-                    conn = conn.with_timeout(timeout);
-                }
-                Ok(Some(Box::new(super::etcd::records::EtcdRecords { conn })))
-            }
-            #[allow(unreachable_patterns)]
-            _ => Ok(None),
-        }
-    }
-
-    /// After a restore, a failover or any loss of data (and after checking the store):
-    /// raises every segment counter (default table or prefix) by `margin` above itself
-    /// and above every floor known (the store's records, this machine's memory), creates
-    /// again the tags known to be gone above what they handed out, makes every lease
-    /// start at least `ahead` past now (the largest time borrowed ahead of the clock),
-    /// and gives the store a new identity that replaces the old, so processes that
-    /// refused it take from it again. `uidgen store repair` runs it.
-    pub fn repair(
-        &self,
-        margin: u64,
-        ahead: std::time::Duration,
-    ) -> Result<super::guard::RepairReport, StoreError> {
-        let records = self.records()?.ok_or_else(|| StoreError::Unexpected {
-            store: self.kind.name(),
-            location: self.to_string(),
-            step: "repairing",
-            what: "this build keeps no records in such a store".into(),
-        })?;
-        let shared = super::guard::Shared::of(records);
-        let segments = self.raw_segment(None)?;
-        super::guard::repair(&shared, &*segments, DEFAULT_SCOPE, margin, ahead)
-    }
 }
-
-/// The scope of a store opened in its default table or key prefix.
-const DEFAULT_SCOPE: &str = "default";
-
-/// Opens `$url`'s store of one family (the four engines' lease stores, or their segment
-/// stores: the same builder methods), in table or key prefix `$name` if given, with the
-/// URL's bound. The one place a store is built from a parsed URL.
-macro_rules! open_store {
-    ($url:expr, $name:expr, $sqlite:ident, $mysql:ident, $postgres:ident, $redis:ident, $etcd:ident) => {{
-        let (url, name): (&StoreUrl, Option<&str>) = ($url, $name);
-        let _ = name;
-        match (&url.target, url.kind) {
-            #[cfg(feature = "sqlite")]
-            (Target::File(path), _) => {
-                let mut store = super::$sqlite::new(path.clone());
-                if let Some(timeout) = url.timeout {
-                    store = store.busy_timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.table(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[cfg(feature = "mysql")]
-            (Target::Url(raw), StoreKind::MySql) => {
-                let mut store = super::$mysql::new(raw)?;
-                if let Some(timeout) = url.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.table(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[cfg(feature = "postgres")]
-            (Target::Url(raw), StoreKind::Postgres) => {
-                let mut store = super::$postgres::new(raw)?;
-                if let Some(timeout) = url.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.table(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[cfg(feature = "redis")]
-            (Target::Url(raw), StoreKind::Redis) => {
-                let mut store = super::$redis::new(raw)?;
-                if let Some(timeout) = url.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.prefix(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[cfg(feature = "etcd")]
-            (Target::Url(raw), StoreKind::Etcd) => {
-                let mut store = super::$etcd::new(raw)?;
-                if let Some(timeout) = url.timeout {
-                    store = store.timeout(timeout);
-                }
-                Ok(match name {
-                    Some(name) => Box::new(store.prefix(name)?),
-                    None => Box::new(store),
-                })
-            }
-            #[allow(unreachable_patterns)]
-            (target, kind) => Err(not_built(kind, &target.shown())),
-        }
-    }};
-}
-use open_store;
 
 impl Target {
-    fn shown(&self) -> String {
+    pub(super) fn shown(&self) -> String {
         match self {
             Target::File(path) => path.display().to_string(),
             Target::Url(url) => url.clone(),
@@ -514,39 +251,8 @@ impl Target {
     }
 }
 
-// A URL in any form opens its lease store wherever a store is asked for (`.store(..)`).
-impl super::lease::IntoLeaseStore for StoreUrl {
-    fn into_lease_store(self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        self.lease_store()
-    }
-}
-
-impl super::lease::IntoLeaseStore for &StoreUrl {
-    fn into_lease_store(self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        self.lease_store()
-    }
-}
-
-impl super::lease::IntoLeaseStore for &str {
-    fn into_lease_store(self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        StoreUrl::parse(self)?.lease_store()
-    }
-}
-
-impl super::lease::IntoLeaseStore for String {
-    fn into_lease_store(self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        self.as_str().into_lease_store()
-    }
-}
-
-impl super::lease::IntoLeaseStore for &String {
-    fn into_lease_store(self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
-        self.as_str().into_lease_store()
-    }
-}
-
 /// The error for an engine this build does not have.
-fn not_built(kind: StoreKind, url: &str) -> StoreError {
+pub(super) fn not_built(kind: StoreKind, url: &str) -> StoreError {
     StoreError::InvalidUrl {
         store: kind.name(),
         url: shown(url),

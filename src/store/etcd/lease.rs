@@ -63,15 +63,12 @@ struct EtcdLeases {
     asked: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<i64, i64>>>,
 }
 
-impl std::fmt::Debug for EtcdLeaseStore {
-    // By hand: the connection settings hold the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdLeaseStore")
-            .field("location", &self.steps.conn.location())
-            .field("prefix", &self.steps.conn.key_prefix())
-            .finish_non_exhaustive()
-    }
-}
+crate::store::net::key_value_store_face!(
+    EtcdLeaseStore,
+    steps.conn,
+    "etcd cluster",
+    "lease/, under the URL's own prefix"
+);
 
 impl EtcdLeaseStore {
     /// The store on the cluster at `url`; nothing is connected until the first step.
@@ -82,26 +79,6 @@ impl EtcdLeaseStore {
                 asked: Default::default(),
             },
         })
-    }
-
-    /// The bound on each step: connecting (with authentication) and each request
-    /// (default 5 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.steps.conn = self.steps.conn.with_timeout(timeout);
-        self
-    }
-
-    /// The keys' prefix under the URL's (default `lease/`): stores with different
-    /// prefixes are independent.
-    pub fn prefix(mut self, name: &str) -> Result<Self, StoreError> {
-        self.steps.conn = self.steps.conn.with_prefix(name)?;
-        Ok(self)
-    }
-
-    /// The cluster, without its password.
-    pub fn location(&self) -> &str {
-        self.steps.conn.location()
     }
 
     /// Deletes the store's keys, with every lease and time mark. Only for a store no

@@ -4,10 +4,12 @@
 //! connection, the lease steps (on etcd's own leases), the segment counters and the
 //! store's records.
 
+mod driver;
 mod lease;
 pub(crate) mod records;
 mod segment;
 
+pub(crate) use self::driver::DRIVER;
 pub use self::lease::EtcdLeaseStore;
 pub use self::segment::EtcdSegmentStore;
 

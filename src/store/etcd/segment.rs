@@ -8,7 +8,6 @@ use crate::store::segment::{
 };
 use crate::store::{StoreError, StoreKind};
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
-use std::time::Duration;
 
 const STORE: &str = "etcd";
 
@@ -40,16 +39,6 @@ pub struct EtcdSegmentStore {
     conn: EtcdConn,
 }
 
-impl std::fmt::Debug for EtcdSegmentStore {
-    // By hand: the connection settings hold the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdSegmentStore")
-            .field("location", &self.conn.location())
-            .field("prefix", &self.conn.key_prefix())
-            .finish_non_exhaustive()
-    }
-}
-
 /// A tag's value: `max_id step updated_ms description`.
 fn encode(max_id: u64, step: u64, updated_ms: u64, description: &str) -> String {
     format!("{max_id} {step} {updated_ms} {description}")
@@ -71,30 +60,19 @@ fn decode(tag: String, value: &[u8]) -> Option<TagRecord> {
     })
 }
 
+crate::store::net::key_value_store_face!(
+    EtcdSegmentStore,
+    conn,
+    "etcd cluster",
+    "segment/, under the URL's own prefix"
+);
+
 impl EtcdSegmentStore {
     /// The store on the cluster at `url`; nothing is connected until the first step.
     pub fn new(url: &str) -> Result<Self, StoreError> {
         Ok(Self {
             conn: EtcdConn::new(url)?.with_prefix(DEFAULT_NAME)?,
         })
-    }
-
-    /// The bound on each step (default 5 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.conn = self.conn.with_timeout(timeout);
-        self
-    }
-
-    /// The keys' prefix under the URL's (default `segment/`).
-    pub fn prefix(mut self, name: &str) -> Result<Self, StoreError> {
-        self.conn = self.conn.with_prefix(name)?;
-        Ok(self)
-    }
-
-    /// The cluster, without its password.
-    pub fn location(&self) -> &str {
-        self.conn.location()
     }
 
     /// Deletes every tag under the prefix. Only for tags no one will use again.
@@ -253,21 +231,7 @@ impl SegmentStore for EtcdSegmentStore {
         })
     }
 
-    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        check_tag(STORE, tag)?;
-        if to >= from {
-            return Ok(false);
-        }
-        self.set_counter("giving a range back", tag, from, to)
-    }
-
-    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        check_tag(STORE, tag)?;
-        if to <= from || to > i64::MAX as u64 {
-            return Ok(false);
-        }
-        self.set_counter("raising a counter", tag, from, to)
-    }
+    crate::store::segment::give_back_and_raise!(|_: &Self| STORE);
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         check_tag(STORE, tag)?;

@@ -3,9 +3,11 @@
 //! URL asks for it, and server errors in our words. The lease and segment steps are the
 //! SQL engines' own (`store::sql`); this folder holds the connection.
 
+mod driver;
 mod lease;
 mod segment;
 
+pub(crate) use self::driver::DRIVER;
 pub use self::lease::{MySqlLeaseStore, MYSQL_LEASE_SCHEMA};
 pub use self::segment::{MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
 

@@ -3,9 +3,11 @@
 //! in our words. The lease and segment steps are the SQL engines' own (`store::sql`);
 //! this folder holds the connection.
 
+mod driver;
 mod lease;
 mod segment;
 
+pub(crate) use self::driver::DRIVER;
 pub use self::lease::{PostgresLeaseStore, POSTGRES_LEASE_SCHEMA};
 pub use self::segment::{PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
 

@@ -154,15 +154,12 @@ struct RedisLeases {
     scripts: Arc<Scripts>,
 }
 
-impl std::fmt::Debug for RedisLeaseStore {
-    // By hand: the connection settings hold the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisLeaseStore")
-            .field("location", &self.steps.conn.location())
-            .field("prefix", &self.steps.conn.key_prefix())
-            .finish_non_exhaustive()
-    }
-}
+crate::store::net::key_value_store_face!(
+    RedisLeaseStore,
+    steps.conn,
+    "Redis server",
+    "uidgen:lease:"
+);
 
 impl RedisLeaseStore {
     /// The store on the server at `url` (`redis://[[user]:password@]host[:port][/db]`,
@@ -183,26 +180,6 @@ impl RedisLeaseStore {
                 }),
             },
         })
-    }
-
-    /// The bound on each network step: resolving the host name, connecting (with the
-    /// handshake) and each script (default 5 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.steps.conn = self.steps.conn.with_timeout(timeout);
-        self
-    }
-
-    /// The prefix of every key (default `uidgen:lease:`): stores with different prefixes
-    /// are independent.
-    pub fn prefix(mut self, prefix: &str) -> Result<Self, StoreError> {
-        self.steps.conn = self.steps.conn.with_prefix(prefix)?;
-        Ok(self)
-    }
-
-    /// The server, without its password.
-    pub fn location(&self) -> &str {
-        self.steps.conn.location()
     }
 
     /// Deletes the store's keys, with every lease and time mark. Only for a store no

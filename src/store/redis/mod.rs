@@ -3,10 +3,12 @@
 //! This folder holds the connection, the lease steps (one Lua script each, for
 //! atomicity, following the one lease algorithm) and the segment counters.
 
+mod driver;
 mod lease;
 pub(crate) mod records;
 mod segment;
 
+pub(crate) use self::driver::DRIVER;
 pub use self::lease::RedisLeaseStore;
 pub use self::segment::RedisSegmentStore;
 

@@ -6,7 +6,6 @@ use crate::store::segment::{
 };
 use crate::store::{StoreError, StoreKind};
 use std::sync::Arc;
-use std::time::Duration;
 
 const STORE: &str = "Redis";
 const DEFAULT_PREFIX: &str = "uidgen:segment:";
@@ -65,14 +64,12 @@ pub struct RedisSegmentStore {
     scripts: Arc<[redis::Script; 3]>,
 }
 
-impl std::fmt::Debug for RedisSegmentStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisSegmentStore")
-            .field("location", &self.conn.location())
-            .field("prefix", &self.conn.key_prefix())
-            .finish_non_exhaustive()
-    }
-}
+crate::store::net::key_value_store_face!(
+    RedisSegmentStore,
+    conn,
+    "Redis server",
+    "uidgen:segment:"
+);
 
 impl RedisSegmentStore {
     /// The store on the server at `url` (`redis://[[user]:password@]host[:port][/db]`).
@@ -83,24 +80,6 @@ impl RedisSegmentStore {
             conn: RedisConn::new(url)?.with_prefix(DEFAULT_PREFIX)?,
             scripts: Arc::new([script(ALLOCATE), script(CREATE), script(GIVE_BACK)]),
         })
-    }
-
-    /// The bound on each network step (default 5 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.conn = self.conn.with_timeout(timeout);
-        self
-    }
-
-    /// The prefix of every key (default `uidgen:segment:`).
-    pub fn prefix(mut self, prefix: &str) -> Result<Self, StoreError> {
-        self.conn = self.conn.with_prefix(prefix)?;
-        Ok(self)
-    }
-
-    /// The server, without its password.
-    pub fn location(&self) -> &str {
-        self.conn.location()
     }
 
     /// Deletes every tag under the prefix. Only for tags no one will use again.
@@ -250,21 +229,7 @@ impl SegmentStore for RedisSegmentStore {
         Ok(created == 1)
     }
 
-    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        check_tag(STORE, tag)?;
-        if to >= from {
-            return Ok(false);
-        }
-        self.set_counter("giving a range back", tag, from, to)
-    }
-
-    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        check_tag(STORE, tag)?;
-        if to <= from || to > i64::MAX as u64 {
-            return Ok(false);
-        }
-        self.set_counter("raising a counter", tag, from, to)
-    }
+    crate::store::segment::give_back_and_raise!(|_: &Self| STORE);
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         check_tag(STORE, tag)?;

@@ -239,6 +239,15 @@ macro_rules! url_store_face {
                 $crate::store::sql::lease::drop_table(&self.steps.conn, &self.steps.table)
             }
         }
+
+        impl $crate::store::driver::Builder for $name {
+            fn bounded(self, timeout: std::time::Duration) -> Self {
+                self.timeout(timeout)
+            }
+            fn named(self, name: &str) -> Result<Self, $crate::store::StoreError> {
+                self.table(name)
+            }
+        }
     };
 }
 #[cfg(any(feature = "mysql", feature = "postgres"))]
@@ -284,6 +293,15 @@ macro_rules! file_store_face {
             /// The database file.
             pub fn path(&self) -> &std::path::Path {
                 self.steps.conn.path()
+            }
+        }
+
+        impl $crate::store::driver::Builder for $name {
+            fn bounded(self, timeout: std::time::Duration) -> Self {
+                self.busy_timeout(timeout)
+            }
+            fn named(self, name: &str) -> Result<Self, $crate::store::StoreError> {
+                self.table(name)
             }
         }
     };

@@ -24,6 +24,14 @@ pub(crate) const POSTGRES_RECORDS_SCHEMA: &str =
 /// The table's name on every SQL engine.
 pub(crate) const RECORDS_TABLE: &str = "uidgen_store";
 
+/// An SQL engine's connection to the records table, as the guard's records.
+pub(crate) fn records_over<C: SqlConn>(conn: C) -> Box<dyn RecordSteps> {
+    Box::new(SqlRecords {
+        conn,
+        table: RECORDS_TABLE.into(),
+    })
+}
+
 impl<C: SqlConn> SqlRecords<C> {
     fn pairs(
         &self,

@@ -142,21 +142,7 @@ impl<C: SqlConn> SegmentStore for SqlSegments<C> {
         Ok(!done.duplicate && done.affected == 1)
     }
 
-    fn give_back(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        check_tag(self.store(), tag)?;
-        if to >= from {
-            return Ok(false);
-        }
-        self.set_counter("giving a range back", tag, from, to)
-    }
-
-    fn raise(&self, tag: &str, from: u64, to: u64) -> Result<bool, StoreError> {
-        check_tag(self.store(), tag)?;
-        if to <= from || to > i64::MAX as u64 {
-            return Ok(false);
-        }
-        self.set_counter("raising a counter", tag, from, to)
-    }
+    crate::store::segment::give_back_and_raise!(|s: &Self| s.store());
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         check_tag(self.store(), tag)?;

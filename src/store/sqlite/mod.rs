@@ -1,10 +1,12 @@
 //! The embedded store: a SQLite file, compiled in. This folder holds its connection;
 //! the lease and segment steps are the SQL engines' own (`store::sql`).
 
+mod driver;
 mod lease;
 mod lease_clock;
 mod segment;
 
+pub(crate) use self::driver::DRIVER;
 pub use self::lease::SqliteLeaseStore;
 pub use self::segment::{SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 

@@ -1,0 +1,23 @@
+//! How `store/` opens this engine's lease store, segment store and records: the one
+//! place outside this folder that knows it exists is `store/mod.rs`'s `DRIVERS`.
+
+use super::records::EtcdRecords;
+use super::{EtcdConn, EtcdLeaseStore, EtcdSegmentStore};
+use crate::store::driver::{lease_at, segment_at, Driver};
+use crate::store::StoreKind;
+
+const KIND: StoreKind = StoreKind::Etcd;
+
+pub(crate) const DRIVER: Driver = Driver {
+    kind: KIND,
+    check: |url| EtcdConn::new(url).map(drop),
+    lease: |place| lease_at(EtcdLeaseStore::new(place.url(KIND)?)?, place),
+    segment: |place| segment_at(EtcdSegmentStore::new(place.url(KIND)?)?, place),
+    records: |place| {
+        let mut conn = EtcdConn::new(place.url(KIND)?)?;
+        if let Some(timeout) = place.timeout {
+            conn = conn.with_timeout(timeout);
+        }
+        Ok(Box::new(EtcdRecords { conn }))
+    },
+};
