@@ -5,6 +5,19 @@
 //! Each command is a module under `commands/`. The dispatcher there reads the worker
 //! options and the environment once (through `source.rs`, which also opens every store)
 //! and hands each command the worker source or store it takes.
+//!
+//! # Where things live
+//!
+//! | module | owns |
+//! |---|---|
+//! | `args`, `pattern` | the clap grammar; the bench's `--pattern` values |
+//! | `source` | the worker options and the store variables, read once; the only place a store is opened |
+//! | `commands/` | one module per command and the dispatcher; `bench/` the generators' benchmark |
+//! | [`schemes`] | `uidgen bench --scheme`: every ID scheme compared, its drivers, the harness, report and charts |
+//! | `output`, `words`, `redact`, `http` | errors and their chains, wording, password scrubbing, `probe`'s HTTP client |
+//!
+//! No module imports one that imports it back (`scripts/check-module-cycles --strict`);
+//! `ARCHITECTURE.md` in the repository has the whole map.
 
 mod args;
 mod commands;

@@ -4,6 +4,7 @@
 //! here too; take policies are in `crate::wait`, shared with the segment generators.
 
 mod cached;
+mod cached_builder;
 mod default;
 mod end_warning;
 mod local;
@@ -15,10 +16,8 @@ mod ring;
 pub mod ring;
 mod rollback;
 
-pub use cached::{
-    CachedStats, CachedUidGenerator, CachedUidGeneratorBuilder, DEFAULT_ROLLBACK_ALLOWANCE,
-    PADDING_THREAD_NAME,
-};
+pub use cached::{CachedStats, CachedUidGenerator, PADDING_THREAD_NAME};
+pub use cached_builder::{CachedUidGeneratorBuilder, DEFAULT_ROLLBACK_ALLOWANCE};
 pub use default::{DefaultUidGenerator, DefaultUidGeneratorBuilder};
 pub use end_warning::DEFAULT_WARN_BEFORE_END;
 pub use reject::{PutRejectHandler, PutRejected, RejectedPut};

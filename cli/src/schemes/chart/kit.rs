@@ -1,8 +1,7 @@
-//! Charts of benchmark results as SVG text, drawn with plotters: a generic line chart, and
-//! three charts of [`SchemeResult`]s that each answer one question. Text is left to the
-//! SVG viewer's fonts, so no font is read here.
+//! The chart kit: axes that fit their data (log or linear, ticks and labels), a frame,
+//! lines with markers and bars, as SVG text drawn with plotters. Text is left to the SVG
+//! viewer's fonts, so no font is read here.
 
-use super::result::{SchemeResult, ThreadRun};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -54,31 +53,31 @@ impl From<DrawingAreaErrorKind<std::io::Error>> for ChartError {
 }
 
 /// Tableau 10 (matplotlib's `tab10`): ten colours most readers tell apart.
-const PALETTE: [u32; 10] = [
+pub(super) const PALETTE: [u32; 10] = [
     0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22,
     0x17becf,
 ];
 /// Circle, triangle, square, diamond, triangle down, cross.
-const MARKERS: usize = 6;
-const GRID: RGBColor = RGBColor(0xdd, 0xdd, 0xdd);
-const MINOR: RGBColor = RGBColor(0xf2, 0xf2, 0xf2);
+pub(super) const MARKERS: usize = 6;
+pub(super) const GRID: RGBColor = RGBColor(0xdd, 0xdd, 0xdd);
+pub(super) const MINOR: RGBColor = RGBColor(0xf2, 0xf2, 0xf2);
 /// Peers' bars: a grey that leaves uidgen's blue the one colour on the chart.
-const PEER_BAR: RGBColor = RGBColor(0xa8, 0xa8, 0xa8);
+pub(super) const PEER_BAR: RGBColor = RGBColor(0xa8, 0xa8, 0xa8);
 
-fn rgb(c: u32) -> RGBColor {
+pub(super) fn rgb(c: u32) -> RGBColor {
     RGBColor((c >> 16) as u8, (c >> 8) as u8, c as u8)
 }
 
 /// Series `i`'s (colour, marker) indices. The colour changes every series; the marker too,
 /// and shifts one further each round of ten colours, so neighbours differ in both and the
 /// first 60 pairs are all distinct.
-fn style_of(i: usize) -> (usize, usize) {
+pub(super) fn style_of(i: usize) -> (usize, usize) {
     (i % PALETTE.len(), (i + i / PALETTE.len()) % MARKERS)
 }
 
 /// A marker's outline in pixels around its point, `r` its radius; filled polygons all, so
 /// every shape is one element type.
-fn marker(shape: usize, r: f64) -> Vec<(i32, i32)> {
+pub(super) fn marker(shape: usize, r: f64) -> Vec<(i32, i32)> {
     let ngon = |n: usize, turn: f64| {
         let at = |a: f64| ((r * a.cos()).round() as i32, (r * a.sin()).round() as i32);
         (0..n)
@@ -104,7 +103,7 @@ fn marker(shape: usize, r: f64) -> Vec<(i32, i32)> {
 
 /// `v` in the largest of `units` it reaches (else in `base`), in about three digits:
 /// 1500000 → "1.5M".
-fn scaled(v: f64, units: &[(f64, &str)], base: &str) -> String {
+pub(super) fn scaled(v: f64, units: &[(f64, &str)], base: &str) -> String {
     let (div, unit) = units
         .iter()
         .find(|(d, _)| v.abs() >= *d)
@@ -124,21 +123,21 @@ fn scaled(v: f64, units: &[(f64, &str)], base: &str) -> String {
 }
 
 /// Counts: 1k, 1.5M, 100M.
-fn si(v: f64) -> String {
+pub(super) fn si(v: f64) -> String {
     scaled(v, &[(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")], "")
 }
 
 /// Nanoseconds: 100 ns, 1.5 µs, 2 ms.
-fn ns(v: f64) -> String {
+pub(super) fn ns(v: f64) -> String {
     scaled(v, &[(1e9, " s"), (1e6, " ms"), (1e3, " µs")], " ns")
 }
 
-const SI: &dyn Fn(f64) -> String = &si;
-const NS: &dyn Fn(f64) -> String = &ns;
-const NINES: &dyn Fn(f64) -> String = &nines_label;
+pub(super) const SI: &dyn Fn(f64) -> String = &si;
+pub(super) const NS: &dyn Fn(f64) -> String = &ns;
+pub(super) const NINES: &dyn Fn(f64) -> String = &nines_label;
 
 /// "Nines" (n for a fraction 1 - 10⁻ⁿ) as a percentile: 2 → "99%", 3 → "99.9%".
-fn nines_label(n: f64) -> String {
+pub(super) fn nines_label(n: f64) -> String {
     let decimals = (n.round() as usize).saturating_sub(2);
     format!("{:.decimals$}%", 100.0 * (1.0 - 10f64.powf(-n)))
 }
@@ -146,7 +145,7 @@ fn nines_label(n: f64) -> String {
 /// An f64 axis with ticks of our choosing (none: plotters' own): plotters' log ticks label
 /// 2..9 of every decade, and its `WithKeyPoints` over a linear f64 axis takes no label
 /// formatter.
-struct Ticked<R> {
+pub(super) struct Ticked<R> {
     inner: R,
     bold: Vec<f64>,
     light: Vec<f64>,
@@ -172,7 +171,7 @@ impl<R: Ranged<ValueType = f64>> Ranged for Ticked<R> {
 
 /// Where an axis puts its labelled ticks.
 #[derive(Clone, Copy, PartialEq)]
-enum Ticks {
+pub(super) enum Ticks {
     /// Log: every decade (and 2, 5 of it when there is one decade); linear: plotters'.
     Auto,
     /// At each value when there are at most ten (thread counts), else `Auto`.
@@ -182,22 +181,22 @@ enum Ticks {
 }
 
 /// One axis: its title, scale, tick labels, span, ticks (labelled) and minor grid lines.
-struct Axis<'a> {
-    label: &'a str,
-    log: bool,
-    fmt: &'a dyn Fn(f64) -> String,
-    span: Range<f64>,
-    ticks: Vec<f64>,
-    minor: Vec<f64>,
+pub(super) struct Axis<'a> {
+    pub(super) label: &'a str,
+    pub(super) log: bool,
+    pub(super) fmt: &'a dyn Fn(f64) -> String,
+    pub(super) span: Range<f64>,
+    pub(super) ticks: Vec<f64>,
+    pub(super) minor: Vec<f64>,
 }
 
 /// How to build an axis: title, log scale, ticks, tick labels.
-type Spec<'a> = (&'a str, bool, Ticks, &'a dyn Fn(f64) -> String);
+pub(super) type Spec<'a> = (&'a str, bool, Ticks, &'a dyn Fn(f64) -> String);
 
 impl<'a> Axis<'a> {
     /// An axis over `values` (which must suit the scale); `None` when there are none. A
     /// log axis spans whole decades, so each decade is labelled.
-    fn fit((label, log, kind, fmt): Spec<'a>, values: &[f64]) -> Option<Self> {
+    pub(super) fn fit((label, log, kind, fmt): Spec<'a>, values: &[f64]) -> Option<Self> {
         let mut distinct = values.to_vec();
         distinct.sort_by(f64::total_cmp);
         distinct.dedup();
@@ -269,14 +268,14 @@ impl<'a> Axis<'a> {
 }
 
 /// What a chart draws in its frame.
-enum Body<'a> {
+pub(super) enum Body<'a> {
     Lines(&'a [Series]),
     /// `(name, value)`, drawn top to bottom at y = n-1 … 0.
     Bars(&'a [(String, f64)]),
 }
 
 /// Draws `body` on the two axes, in whichever pair of scales they have.
-fn draw(title: &str, x: &Axis, y: &Axis, body: Body) -> Result<String, ChartError> {
+pub(super) fn draw(title: &str, x: &Axis, y: &Axis, body: Body) -> Result<String, ChartError> {
     let lin = |a: &Axis| a.coord(RangedCoordf64::from(a.span.clone()));
     let log = |a: &Axis| a.coord(LogCoord::from(a.span.clone().log_scale()));
     match (x.log, y.log) {
@@ -288,7 +287,7 @@ fn draw(title: &str, x: &Axis, y: &Axis, body: Body) -> Result<String, ChartErro
 }
 
 /// One chart as an SVG document: title, axes, grid, `body`, and a legend for lines.
-fn frame<X, Y>(
+pub(super) fn frame<X, Y>(
     title: &str,
     xa: &Axis,
     ya: &Axis,
@@ -406,7 +405,12 @@ pub fn lines(
 }
 
 /// [`lines`] with axes of any kind: points an axis cannot show are left out first.
-fn lines_on(title: &str, x: Spec, y: Spec, series: &[Series]) -> Result<String, ChartError> {
+pub(super) fn lines_on(
+    title: &str,
+    x: Spec,
+    y: Spec,
+    series: &[Series],
+) -> Result<String, ChartError> {
     let fits = |v: f64, log: bool| v.is_finite() && (!log || v > 0.0);
     let shown = |&(a, b): &(f64, f64)| fits(a, x.1) && fits(b, y.1);
     let kept: Vec<Series> = series
@@ -420,325 +424,4 @@ fn lines_on(title: &str, x: Spec, y: Spec, series: &[Series]) -> Result<String, 
     let xa = Axis::fit(x, &xs).ok_or(ChartError::NoData)?;
     let ya = Axis::fit(y, &ys).ok_or(ChartError::NoData)?;
     draw(title, &xa, &ya, Body::Lines(&kept))
-}
-
-/// "1 thread", "8 threads".
-fn threads_word(threads: usize) -> String {
-    format!("{threads} thread{}", if threads == 1 { "" } else { "s" })
-}
-
-/// Each scheme with a run at `threads` threads, and that run.
-fn runs_at<'a>(
-    results: &'a [SchemeResult],
-    threads: usize,
-) -> impl Iterator<Item = (&'a SchemeResult, &'a ThreadRun)> {
-    let at = move |r: &'a SchemeResult| r.runs.iter().find(|run| run.threads == threads);
-    results.iter().filter_map(move |r| Some((r, at(r)?)))
-}
-
-/// IDs per second against threads, one line per scheme: how each scheme scales. Both axes
-/// log, x ticks at the thread counts run; schemes without runs are left out.
-pub fn throughput_by_threads(results: &[SchemeResult]) -> Result<String, ChartError> {
-    let series: Vec<Series> = results
-        .iter()
-        .filter(|r| !r.runs.is_empty())
-        .map(|r| {
-            let mut points: Vec<_> = r
-                .runs
-                .iter()
-                .map(|run| (run.threads as f64, run.ids_per_sec))
-                .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                name: r.scheme.clone(),
-                points,
-            }
-        })
-        .collect();
-    let title = "IDs per second by threads";
-    lines(title, "threads", "IDs/s", &series, true, true)
-}
-
-/// Call time against the share of calls that took no longer, at `threads` threads, one
-/// line per scheme from `latency.cdf`: how the slow calls compare. x is log nanoseconds;
-/// y is in "nines", -log10(1 - fraction), so 90%, 99%, 99.9% are evenly spaced and the
-/// tail is as visible as the median. The slowest call (fraction 1, which that axis cannot
-/// place) is drawn at 1 - 1/calls, the finest fraction the run resolves. Schemes with no
-/// run at `threads` are left out.
-pub fn latency_cdf(results: &[SchemeResult], threads: usize) -> Result<String, ChartError> {
-    let series: Vec<Series> = runs_at(results, threads)
-        .map(|(r, run)| {
-            let finest = 1.0 / run.calls.max(1) as f64;
-            let nines = |f: f64| -(1.0 - f).max(finest).log10();
-            let points = run.latency.cdf.iter().map(|&(f, t)| (t as f64, nines(f)));
-            Series {
-                name: r.scheme.clone(),
-                points: points.collect(),
-            }
-        })
-        .collect();
-    let title = format!("Call time, {}", threads_word(threads));
-    let x = ("call time", true, Ticks::Auto, NS);
-    lines_on(
-        &title,
-        x,
-        ("calls no slower", false, Ticks::Whole, NINES),
-        &series,
-    )
-}
-
-/// IDs per second at `threads` threads, one bar per scheme, fastest at the top: who is
-/// fastest, and by how much (log axis, each bar labelled with its value; uidgen's bars
-/// blue, the others grey). Schemes with no run at `threads` are left out.
-pub fn side_by_side(results: &[SchemeResult], threads: usize) -> Result<String, ChartError> {
-    let mut bars: Vec<(String, f64)> = runs_at(results, threads)
-        .map(|(r, run)| (r.scheme.clone(), run.ids_per_sec))
-        .filter(|(_, v)| v.is_finite() && *v > 0.0)
-        .collect();
-    bars.sort_by(|a, b| b.1.total_cmp(&a.1));
-    // Room right of the fastest bar for its label.
-    let values: Vec<f64> = bars.iter().flat_map(|b| [b.1, 2.0 * b.1]).collect();
-    let xa = Axis::fit(("IDs/s", true, Ticks::Auto, SI), &values).ok_or(ChartError::NoData)?;
-    let n = bars.len();
-    let name_of = |at: f64| {
-        let k = (n as f64 - 1.0 - at).round() as usize;
-        bars.get(k).map_or(String::new(), |b| b.0.clone())
-    };
-    let (ticks, span) = ((0..n).map(|i| i as f64).collect(), -0.6..n as f64 - 0.4);
-    let (label, log, fmt, minor) = ("", false, &name_of, vec![]);
-    let ya = Axis {
-        label,
-        log,
-        fmt,
-        span,
-        ticks,
-        minor,
-    };
-    let title = format!("IDs per second, {}, fastest first", threads_word(threads));
-    draw(&title, &xa, &ya, Body::Bars(&bars))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{json, Value};
-    use std::collections::HashSet;
-
-    /// 60k..300M IDs/s, one uidgen scheme; redis-incr has no 8-thread run. Call times are
-    /// multiples of each run's median (`p50`, ns), up to 1000×.
-    fn results() -> Vec<SchemeResult> {
-        let run = |threads: usize, ids_per_sec: f64, p50: u64| {
-            let cdf = [
-                (0.0, 1),
-                (0.5, 2),
-                (0.9, 4),
-                (0.99, 20),
-                (0.999, 80),
-                (1.0, 2000),
-            ];
-            let cdf = cdf.map(|(f, k)| (f, k * p50 / 2));
-            json!({"threads": threads, "ids": 1_000_000, "calls": 1_000_000, "errors": 0,
-                "duplicates": 0, "seconds": 1.0, "ids_per_sec": ids_per_sec,
-                "latency": {"p50_ns": p50, "p99_ns": 10 * p50, "p999_ns": 40 * p50,
-                    "max_ns": 1000 * p50, "cdf": cdf}})
-        };
-        let scheme = |name: &str, runs: Vec<Value>| {
-            json!({"scheme": name, "title": name, "needs": "nothing", "stores": [],
-                "bytes_per_id": 8, "ids_per_call": 1, "runs": runs,
-                "order": {"pairs": 0, "rising": 0},
-                "restart": {"what": "not measured", "before": 0, "after": 0, "repeats": 0,
-                    "note": ""}})
-        };
-        serde_json::from_value(json!([
-            scheme(
-                "uuid-v7",
-                vec![run(1, 20e6, 40), run(2, 30e6, 60), run(8, 35e6, 200)]
-            ),
-            scheme(
-                "uidgen-cached",
-                vec![run(1, 150e6, 20), run(2, 250e6, 24), run(8, 300e6, 40)]
-            ),
-            scheme(
-                "redis-incr",
-                vec![run(1, 60e3, 15_000), run(2, 110e3, 17_000)]
-            ),
-            scheme(
-                "snowflake-mutex",
-                vec![run(1, 10e6, 90), run(2, 6e6, 300), run(8, 4e6, 2000)]
-            ),
-        ]))
-        .unwrap()
-    }
-
-    /// Each `<text>`: its x, y and content.
-    fn texts(svg: &str) -> Vec<(f64, f64, String)> {
-        let text = |t: &str| {
-            let (tag, rest) = t.split_once('>')?;
-            let num = |key: &str| tag.split(key).nth(1)?.split('"').next()?.parse().ok();
-            Some((
-                num(" x=\"")?,
-                num(" y=\"")?,
-                rest.split("</text>").next()?.trim().into(),
-            ))
-        };
-        svg.split("<text").skip(1).filter_map(text).collect()
-    }
-
-    /// Asserts `svg` is an SVG document with a text of its own for each of `wanted`.
-    fn shows(svg: &str, wanted: &[&str]) {
-        assert!(
-            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
-            "not SVG"
-        );
-        let texts = texts(svg);
-        for w in wanted {
-            assert!(texts.iter().any(|t| t.2 == *w), "no text {w:?}");
-        }
-    }
-
-    /// The (colour, width) of every polyline 2 px or wider: data lines and legend samples
-    /// (grid and axes are 1 px).
-    fn strokes(svg: &str) -> Vec<(String, u32)> {
-        let stroke = |t: &str| {
-            let attr = |key: &str| t.split(key).nth(1)?.split('"').next();
-            Some((
-                attr(" stroke=\"")?.to_owned(),
-                attr(" stroke-width=\"")?.parse().ok()?,
-            ))
-        };
-        let all = svg.split("<polyline").skip(1).filter_map(stroke);
-        all.filter(|s| s.1 >= 2).collect()
-    }
-
-    fn colours(svg: &str) -> usize {
-        strokes(svg)
-            .into_iter()
-            .map(|s| s.0)
-            .collect::<HashSet<_>>()
-            .len()
-    }
-
-    /// `n` series at 1, 2, 4 threads, 1M..40M; the second is uidgen's.
-    fn series(n: usize) -> Vec<Series> {
-        let name = |i| {
-            if i == 1 {
-                "uidgen-cached".into()
-            } else {
-                format!("peer-{i}")
-            }
-        };
-        let points = |i: usize| {
-            [1.0, 2.0, 4.0]
-                .map(|t| (t, 1e6 * (i + 1) as f64 * t))
-                .into()
-        };
-        (0..n)
-            .map(|i| Series {
-                name: name(i),
-                points: points(i),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn pairs_of_colour_and_marker_are_distinct() {
-        let pairs: Vec<(usize, usize)> = (0..25).map(style_of).collect();
-        assert_eq!(pairs.iter().collect::<HashSet<_>>().len(), 25);
-        assert_eq!(
-            pairs.iter().map(|p| p.1).collect::<HashSet<_>>().len(),
-            MARKERS
-        );
-        for w in pairs.windows(2) {
-            assert!(
-                w[0].0 != w[1].0 && w[0].1 != w[1].1,
-                "neighbours alike: {w:?}"
-            );
-        }
-        // As the doc comment says: 60 before a pair comes back.
-        assert_eq!((0..60).map(style_of).collect::<HashSet<_>>().len(), 60);
-    }
-
-    #[test]
-    fn lines_give_each_series_a_colour_and_a_legend_right_of_the_frame() {
-        for n in [4, 10] {
-            let svg = lines("t", "threads", "IDs/s", &series(n), true, true).unwrap();
-            // Decades of 1M..40M, and x ticks at the values given.
-            shows(&svg, &["1M", "10M", "100M", "1", "2", "4"]);
-            assert_eq!(colours(&svg), n);
-            for s in series(n) {
-                let texts = texts(&svg);
-                assert!(
-                    texts.iter().any(|t| t.2 == s.name && t.0 > 720.0),
-                    "{}",
-                    s.name
-                );
-            }
-            // uidgen's line (and its legend sample) alone are thick.
-            let uidgen = format!("#{:06X}", PALETTE[1]);
-            assert!(strokes(&svg)
-                .iter()
-                .all(|(c, w)| (*w == 4) == (*c == uidgen)));
-        }
-        let linear = lines("t", "x", "y", &series(3), false, false).unwrap();
-        shows(&linear, &["peer-0", "uidgen-cached", "peer-2", "10M"]);
-    }
-
-    #[test]
-    fn throughput_by_threads_has_every_scheme_and_decade() {
-        let svg = throughput_by_threads(&results()).unwrap();
-        shows(
-            &svg,
-            &["uuid-v7", "uidgen-cached", "redis-incr", "snowflake-mutex"],
-        );
-        shows(
-            &svg,
-            &["10k", "100k", "1M", "10M", "100M", "1G", "1", "2", "8"],
-        );
-        assert_eq!(colours(&svg), 4);
-    }
-
-    #[test]
-    fn latency_cdf_shows_the_tail_and_leaves_out_schemes_not_run() {
-        let svg = latency_cdf(&results(), 8).unwrap();
-        shows(&svg, &["uuid-v7", "uidgen-cached", "snowflake-mutex"]);
-        assert!(!svg.contains("redis-incr"));
-        assert_eq!(colours(&svg), 3);
-        // 10 ns .. 2 ms, and the nines up to 1 - 1/calls.
-        shows(
-            &svg,
-            &[
-                "10 ns", "1 µs", "1 ms", "0%", "90%", "99%", "99.9%", "99.9999%",
-            ],
-        );
-        shows(&latency_cdf(&results(), 1).unwrap(), &["redis-incr"]);
-    }
-
-    #[test]
-    fn side_by_side_sorts_fastest_first_and_leaves_out_schemes_not_run() {
-        let svg = side_by_side(&results(), 8).unwrap();
-        shows(&svg, &["1M", "10M", "100M", "300M", "35M", "4M"]);
-        assert!(!svg.contains("redis-incr"));
-        let y = |name: &str| texts(&svg).into_iter().find(|t| t.2 == name).map(|t| t.1);
-        let ys = ["uidgen-cached", "uuid-v7", "snowflake-mutex"].map(y);
-        assert!(ys.iter().all(Option::is_some), "{ys:?}");
-        assert!(
-            ys.windows(2).all(|w| w[0] < w[1]),
-            "not fastest first: {ys:?}"
-        );
-    }
-
-    #[test]
-    fn nothing_to_draw_is_an_error() {
-        let none = |r: Result<String, ChartError>| matches!(r, Err(ChartError::NoData));
-        assert!(none(throughput_by_threads(&[])));
-        assert!(none(latency_cdf(&results(), 3)));
-        assert!(none(side_by_side(&[], 1)));
-        assert!(none(lines("t", "x", "y", &[], false, false)));
-        // A log axis has no place for zero.
-        let zero = [Series {
-            name: "z".into(),
-            points: vec![(1.0, 0.0)],
-        }];
-        assert!(none(lines("t", "x", "y", &zero, false, true)));
-    }
 }
