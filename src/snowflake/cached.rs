@@ -29,11 +29,11 @@ pub const PADDING_THREAD_NAME: &str = "uidgen-padding";
 /// does not make takers wait (`helped_fills` in [`stats`](Self::stats) counts these).
 /// Such a fill reads your [`Clock`](crate::Clock) on the taker's thread and never waits
 /// on a lease's store; the resync and the put reject handler stay on the thread. The
-/// first fill happens in [`build`](CachedUidGeneratorBuilder::build). Dropping the
+/// first fill happens in [`build`](crate::CachedUidGeneratorBuilder::build). Dropping the
 /// generator stops and joins the thread.
 ///
 /// **Order:** any ID returned after another, on any thread or task, is larger (unless
-/// per-thread batches are turned on: [`thread_batch`](CachedUidGeneratorBuilder::thread_batch)).
+/// per-thread batches are turned on: [`thread_batch`](crate::CachedUidGeneratorBuilder::thread_batch)).
 ///
 /// **No taker waits for another:** a taker preempted, or stopped in a debugger, between
 /// claiming its position and reading it holds up neither the padder nor other takers; if
@@ -94,7 +94,7 @@ pub struct CachedStats {
     /// Calls that found the ring empty (each counted once, however long it waited).
     pub rejected_takes: u64,
     /// Padding rounds that left room unfilled: the time-ahead cap held, or the layout ran
-    /// out (see [`put_reject_handler`](CachedUidGeneratorBuilder::put_reject_handler)).
+    /// out (see [`put_reject_handler`](crate::CachedUidGeneratorBuilder::put_reject_handler)).
     pub rejected_puts: u64,
     /// IDs dropped unissued because their tick was `4 × resync_interval` (and at least
     /// 1 s) behind the clock while they waited in the ring.
@@ -217,7 +217,7 @@ impl CachedUidGenerator {
     /// they were made. A generator restarted with the **same** worker ID within this
     /// window could repeat IDs; one worker ID per launch (as UidGenerator assigns them)
     /// rules that out. When load drops, the clock catches up. Cap it with
-    /// [`max_time_ahead`](CachedUidGeneratorBuilder::max_time_ahead).
+    /// [`max_time_ahead`](crate::CachedUidGeneratorBuilder::max_time_ahead).
     pub fn time_ahead(&self) -> Duration {
         let padded = self.shared.padded_tick.load(Ordering::Relaxed);
         let now = self.bits.tick_at(self.clock.now_millis()).unwrap_or(0);
@@ -281,7 +281,7 @@ impl CachedUidGenerator {
     /// empty). Never blocks: when the ring is empty it asks for padding and fails as
     /// [`try_next_uid`](UidGenerator::try_next_uid) does. For async servers, which wait
     /// for the first ID with `next_uid_async` and take the rest with this. With
-    /// [`thread_batch`](CachedUidGeneratorBuilder::thread_batch) above 1 it returns one
+    /// [`thread_batch`](crate::CachedUidGeneratorBuilder::thread_batch) above 1 it returns one
     /// ID at a time, so this thread's own IDs still come out in order.
     pub fn try_next_uids(&self, out: &mut [u64]) -> Result<usize, UidError> {
         if out.is_empty() {

@@ -103,11 +103,11 @@ impl CachedUidGeneratorBuilder {
         /// [`DEFAULT_ROLLBACK_ALLOWANCE`], 5 minutes). Rollbacks are counted
         /// (`stats().clock_rollbacks`) and `time_ahead()` shows the time borrowed. Past
         /// it, the cap holds from the clock as it reads: takes that find the ring empty
-        /// fail with [`UidError::WaitingForClock`], saying until when. No cap, no limit.
+        /// fail with [`UidError::WaitingForClock`](crate::UidError::WaitingForClock), saying until when. No cap, no limit.
         rollback_allowance(allowance: Duration) => self.rollback_allowance = allowance;
 
         /// What a take does when the ring is empty (default: wait up to 1 s, then
-        /// [`UidError::BufferExhausted`]).
+        /// [`UidError::BufferExhausted`](crate::UidError::BufferExhausted)).
         take_reject_policy(policy: TakeRejectPolicy) => self.take_policy = policy;
     }
 
