@@ -1,7 +1,8 @@
 //! What an engine folder gives the rest of `store/`: how it opens its lease store, its
 //! segment store and its records at a place. Each engine's `driver.rs` fills one
-//! [`Driver`]; `store/mod.rs` lists them once (`DRIVERS`); `open.rs` picks one by the
-//! URL's kind. Naming a store (its schemes, parsing, showing it) is `url.rs`'s.
+//! [`Driver`]; `store/mod.rs` declares every engine once (`engines!`: its kind, feature,
+//! schemes and folder), `open.rs` picks a driver by the URL's kind. Parsing and showing a
+//! store's name is `url.rs`'s.
 
 use super::guard::RecordSteps;
 use super::lease::LeaseStore;

@@ -5,12 +5,8 @@
 //! and what to do; no error, `Debug` or log output shows a password.
 
 mod driver;
-#[cfg(feature = "etcd")]
-mod etcd;
 pub(crate) mod guard;
 pub(crate) mod lease;
-#[cfg(feature = "mysql")]
-pub(crate) mod mysql;
 #[cfg(any(
     feature = "mysql",
     feature = "postgres",
@@ -19,19 +15,13 @@ pub(crate) mod mysql;
 ))]
 mod net;
 mod open;
-#[cfg(feature = "postgres")]
-mod postgres;
 #[cfg(test)]
 mod race_tests;
-#[cfg(feature = "redis")]
-mod redis;
 pub(crate) mod segment;
 #[cfg(any(feature = "mysql", feature = "postgres", feature = "etcd"))]
 mod session;
 #[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
 pub(crate) mod sql;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite;
 #[cfg(all(
     feature = "tls",
     any(
@@ -84,64 +74,76 @@ pub use self::redis::{RedisLeaseStore, RedisSegmentStore};
 pub use self::sqlite::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
 
-/// Every engine this build has, once: adding an engine is its folder (with its
-/// `driver.rs`), a [`StoreKind`] with its schemes, and a line here.
-const DRIVERS: &[&driver::Driver] = &[
-    #[cfg(feature = "sqlite")]
-    &sqlite::DRIVER,
-    #[cfg(feature = "mysql")]
-    &mysql::DRIVER,
-    #[cfg(feature = "postgres")]
-    &postgres::DRIVER,
-    #[cfg(feature = "redis")]
-    &redis::DRIVER,
-    #[cfg(feature = "etcd")]
-    &etcd::DRIVER,
-];
+/// Every engine, declared once: its [`StoreKind`] variant, its name in messages, the
+/// crate feature that builds it, the URL schemes that name it, and its folder (whose
+/// `driver.rs` opens its stores). From this one list come the folder's `mod` line,
+/// `StoreKind` with its `name` and `feature`, the schemes `StoreUrl` accepts
+/// (`SCHEMES`), and the drivers `open.rs` picks from (`DRIVERS`): adding an engine is
+/// its folder, its feature in `Cargo.toml` and a line in `engines!` below.
+macro_rules! engines {
+    ($(
+        $(#[$doc:meta])*
+        $kind:ident: $name:literal, feature $feature:literal, schemes [$($scheme:literal),+],
+            folder $folder:ident;
+    )+) => {
+        $(
+            #[cfg(feature = $feature)]
+            pub(crate) mod $folder;
+        )+
 
-/// Which engine a store is: said by the store itself, never worked out from its text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum StoreKind {
-    /// The embedded SQLite file.
-    Sqlite,
-    /// MySQL or MariaDB.
-    MySql,
-    /// PostgreSQL.
-    Postgres,
-    /// Redis.
-    Redis,
-    /// etcd (a consensus store).
-    Etcd,
-    /// A store implemented outside this crate.
-    Other,
+        /// Which engine a store is: said by the store itself, never worked out from its
+        /// text.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum StoreKind {
+            $($(#[$doc])* $kind,)+
+            /// A store implemented outside this crate.
+            Other,
+        }
+
+        impl StoreKind {
+            /// The engine's name, as messages give it: `SQLite`, `MySQL`, `PostgreSQL`,
+            /// `Redis`, `etcd` (`custom` for [`StoreKind::Other`]).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(StoreKind::$kind => $name,)+
+                    StoreKind::Other => "custom",
+                }
+            }
+
+            /// The crate feature that builds the engine (`None` for
+            /// [`StoreKind::Other`]).
+            pub fn feature(self) -> Option<&'static str> {
+                match self {
+                    $(StoreKind::$kind => Some($feature),)+
+                    StoreKind::Other => None,
+                }
+            }
+        }
+
+        /// The schemes a store URL may start with, and their engines (built or not: a
+        /// URL of an engine this build lacks is refused naming its feature).
+        pub(crate) const SCHEMES: &[(&str, StoreKind)] = &[$($(($scheme, StoreKind::$kind),)+)+];
+
+        /// The engines this build has.
+        const DRIVERS: &[&driver::Driver] = &[$(
+            #[cfg(feature = $feature)]
+            &$folder::DRIVER,
+        )+];
+    };
 }
 
-impl StoreKind {
-    /// The engine's name, as messages give it: `SQLite`, `MySQL`, `PostgreSQL`, `Redis`,
-    /// `etcd`.
-    pub fn name(self) -> &'static str {
-        match self {
-            StoreKind::Sqlite => "SQLite",
-            StoreKind::MySql => "MySQL",
-            StoreKind::Postgres => "PostgreSQL",
-            StoreKind::Redis => "Redis",
-            StoreKind::Etcd => "etcd",
-            StoreKind::Other => "custom",
-        }
-    }
-
-    /// The crate feature that builds the engine (`None` for [`StoreKind::Other`]).
-    pub fn feature(self) -> Option<&'static str> {
-        match self {
-            StoreKind::Sqlite => Some("sqlite"),
-            StoreKind::MySql => Some("mysql"),
-            StoreKind::Postgres => Some("postgres"),
-            StoreKind::Redis => Some("redis"),
-            StoreKind::Etcd => Some("etcd"),
-            StoreKind::Other => None,
-        }
-    }
+engines! {
+    /// The embedded SQLite file.
+    Sqlite: "SQLite", feature "sqlite", schemes ["sqlite"], folder sqlite;
+    /// MySQL or MariaDB.
+    MySql: "MySQL", feature "mysql", schemes ["mysql", "mariadb"], folder mysql;
+    /// PostgreSQL.
+    Postgres: "PostgreSQL", feature "postgres", schemes ["postgres", "postgresql"], folder postgres;
+    /// Redis.
+    Redis: "Redis", feature "redis", schemes ["redis", "rediss"], folder redis;
+    /// etcd (a consensus store).
+    Etcd: "etcd", feature "etcd", schemes ["etcd", "etcds"], folder etcd;
 }
 
 impl std::fmt::Display for StoreKind {

@@ -8,6 +8,25 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// A field kept out of `Debug`: the driver's settings, which hold the password, or a
+/// live connection. Wrapped so the network stores' connections can derive `Debug` and
+/// still never show a password (their tests format them with one in the URL).
+#[derive(Clone, Default)]
+pub(crate) struct Hidden<T>(pub(crate) T);
+
+impl<T> std::fmt::Debug for Hidden<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(not shown)")
+    }
+}
+
+impl<T> std::ops::Deref for Hidden<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The address of `host:port`. The system resolver blocks, and may block far longer than
 /// our bound (`timeout × attempts` of resolv.conf), so it runs on a thread of its own
 /// that is left behind if it does not answer within `timeout`.

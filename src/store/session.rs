@@ -18,6 +18,14 @@ impl<C> Clone for Session<C> {
     }
 }
 
+impl<C> std::fmt::Debug for Session<C> {
+    // Not the connection (a driver's, which may hold the password), and no lock taken:
+    // a store may be formatted from inside one of its own steps.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Session")
+    }
+}
+
 struct Slots<C> {
     // Declared before the runtime: the connection is dropped first, while the runtime
     // that owns its socket still exists.

@@ -2,26 +2,13 @@
 //! shown to people, parsed, with every password replaced. Opening the stores of the
 //! place a URL names is `open.rs`'s.
 
-use super::{StoreError, StoreKind};
+use super::{StoreError, StoreKind, SCHEMES};
 use std::path::{Path, PathBuf};
 
 /// Every form [`StoreUrl::parse`] accepts, for messages.
 pub const ACCEPTED_STORE_URLS: &str = "a SQLite file path (a file in an existing folder, \
      without ':' or '@'), sqlite:PATH, sqlite://PATH, mysql:// or mariadb://, postgres:// or \
      postgresql://, redis:// or rediss://, etcd:// or etcds://";
-
-/// The schemes a store URL may start with, and their engines.
-const SCHEMES: &[(&str, StoreKind)] = &[
-    ("sqlite", StoreKind::Sqlite),
-    ("mysql", StoreKind::MySql),
-    ("mariadb", StoreKind::MySql),
-    ("postgres", StoreKind::Postgres),
-    ("postgresql", StoreKind::Postgres),
-    ("redis", StoreKind::Redis),
-    ("rediss", StoreKind::Redis),
-    ("etcd", StoreKind::Etcd),
-    ("etcds", StoreKind::Etcd),
-];
 
 /// Where a store is: parsed once from any accepted form, and opened as the lease store
 /// or the segment store of that place. The CLI, the server and the tests open stores
@@ -392,6 +379,43 @@ mod tests {
         #[cfg(feature = "redis")]
         for raw in ["redis://:SECRETPW@h", "redis://h:6380/2"] {
             assert_eq!(StoreUrl::parse(raw).unwrap().kind(), StoreKind::Redis);
+        }
+    }
+
+    /// The engine list is the only place schemes are declared: each one must be in the
+    /// forms an error names, and a URL with it must be read as that engine's (or, in a
+    /// build without the engine, refused naming its feature).
+    #[test]
+    fn every_declared_scheme_is_documented_and_names_its_engine() {
+        for &(scheme, kind) in SCHEMES {
+            assert!(
+                ACCEPTED_STORE_URLS.contains(&format!("{scheme}:")),
+                "{scheme} is missing from ACCEPTED_STORE_URLS"
+            );
+            let raw = format!("{scheme}://u@h/x");
+            let raw = if kind == StoreKind::Sqlite {
+                format!(
+                    "{scheme}:{}",
+                    std::env::temp_dir().join("uidgen-scheme.db").display()
+                )
+            } else {
+                raw
+            };
+            let built = super::super::DRIVERS
+                .iter()
+                .any(|driver| driver.kind == kind);
+            match StoreUrl::parse(&raw) {
+                Ok(url) => assert_eq!(url.kind(), kind, "{raw}"),
+                // Read by the engine's own checks (Redis wants a database number).
+                Err(err) if built => assert!(err.to_string().contains(kind.name()), "{raw}: {err}"),
+                Err(err) => {
+                    let feature = kind.feature().unwrap();
+                    assert!(
+                        err.to_string().contains(&format!("`{feature}` feature")),
+                        "{raw}: {err}"
+                    );
+                }
+            }
         }
     }
 

@@ -54,17 +54,20 @@ impl Config {
             None => Config::default(),
         };
         let (mut tokens_var, mut keys_var) = (None, None);
-        let mut given: Vec<(String, String)> = env.into_iter().collect();
-        // In the table's order, whatever order the environment lists them in.
-        given.sort_by_key(|(name, _)| {
-            SETTINGS
-                .iter()
-                .position(|s| s.variable == Some(name.as_str()))
-        });
-        for (name, value) in given {
-            let Some(setting) = SETTINGS.iter().find(|s| s.variable == Some(name.as_str())) else {
-                continue;
-            };
+        // Our variables, each found in the table once, applied in the table's order
+        // whatever order the environment lists them in.
+        let mut given: Vec<(usize, String)> = env
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let index = SETTINGS
+                    .iter()
+                    .position(|s| s.variable == Some(name.as_str()))?;
+                Some((index, value))
+            })
+            .collect();
+        given.sort_by_key(|&(index, _)| index);
+        for (index, value) in given {
+            let setting = &SETTINGS[index];
             let variable = setting.variable.unwrap_or_default();
             match variable {
                 // Set but empty, as templates leave it, is unset.

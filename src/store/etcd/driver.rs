@@ -1,5 +1,6 @@
 //! How `store/` opens this engine's lease store, segment store and records: the one
-//! place outside this folder that knows it exists is `store/mod.rs`'s `DRIVERS`.
+//! place outside this folder that knows it exists is its line in `store/mod.rs`'s
+//! `engines!` list.
 
 use super::records::EtcdRecords;
 use super::{EtcdConn, EtcdLeaseStore, EtcdSegmentStore};

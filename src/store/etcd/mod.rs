@@ -13,6 +13,7 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::EtcdLeaseStore;
 pub use self::segment::EtcdSegmentStore;
 
+use super::net::Hidden;
 use super::session::Session;
 use super::StoreError;
 use etcd_client::{Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOpResponse};
@@ -29,7 +30,7 @@ const EXPECTED: &str = "etcd://[user[:password]@]host[:port][,host[:port]…][/P
 const DEFAULT_PREFIX: &str = "uidgen";
 
 /// What `etcds://` reads from files.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 #[cfg_attr(not(feature = "tls"), allow(dead_code))]
 struct TlsFiles {
     /// The only CA trusted (else the system's roots).
@@ -42,7 +43,7 @@ struct TlsFiles {
 
 /// One etcd cluster and a key prefix: the client is opened on first use and kept; clones
 /// share it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct EtcdConn {
     /// `http://host:port` (or `https://`) of each member.
     endpoints: Vec<String>,
@@ -50,7 +51,7 @@ pub(crate) struct EtcdConn {
     host: String,
     port: u16,
     user: String,
-    password: Option<String>,
+    password: Hidden<Option<String>>,
     /// TLS, for `etcds://`.
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     tls: Option<TlsFiles>,
@@ -62,16 +63,6 @@ pub(crate) struct EtcdConn {
     prefix: String,
     timeout: Duration,
     session: Session<Client>,
-}
-
-impl std::fmt::Debug for EtcdConn {
-    // By hand: the settings hold the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdConn")
-            .field("location", &self.location)
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
 }
 
 impl EtcdConn {
@@ -188,7 +179,7 @@ impl EtcdConn {
             host,
             port,
             user,
-            password,
+            password: Hidden(password),
             tls,
             location,
             prefix: format!("{root}/"),
@@ -276,7 +267,7 @@ impl EtcdConn {
             .with_require_leader(true);
         if !self.user.is_empty() {
             options =
-                options.with_user(self.user.clone(), self.password.clone().unwrap_or_default());
+                options.with_user(self.user.clone(), self.password.0.clone().unwrap_or_default());
         }
         #[cfg(feature = "tls")]
         if let Some(files) = &self.tls {

@@ -11,6 +11,7 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::{MySqlLeaseStore, MYSQL_LEASE_SCHEMA};
 pub use self::segment::{MySqlSegmentStore, MYSQL_SEGMENT_SCHEMA};
 
+use super::net::Hidden;
 use super::session::Session;
 use super::sql::{Dialect, Done, SqlConn, Value};
 use super::{StoreError, StoreKind};
@@ -34,9 +35,9 @@ const ER_NO_SUCH_TABLE: u16 = 1146;
 pub(crate) const ER_DUP_ENTRY: u16 = 1062;
 
 /// A MySQL database: where it is, and the bound on each network step.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct MySqlStore {
-    opts: Opts,
+    opts: Hidden<Opts>,
     host: String,
     port: u16,
     /// `mysql://user@host:port/db`, for messages: never a password.
@@ -45,16 +46,6 @@ pub(crate) struct MySqlStore {
     /// What the URL asked of TLS.
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     tls: super::net::Tls,
-}
-
-impl std::fmt::Debug for MySqlStore {
-    // By hand: the driver's options hold the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MySqlStore")
-            .field("location", &self.location)
-            .field("timeout", &self.timeout)
-            .finish_non_exhaustive()
-    }
 }
 
 impl MySqlStore {
@@ -109,7 +100,7 @@ impl MySqlStore {
         );
         tls.check_built(STORE).map_err(invalid)?;
         Ok(Self {
-            opts,
+            opts: Hidden(opts),
             host,
             port,
             location,
@@ -127,7 +118,7 @@ impl MySqlStore {
     /// lease renewed twice within one millisecond changes nothing the second time, and
     /// must still count as renewed.
     pub(crate) fn count_matched_rows(&mut self) {
-        self.opts = OptsBuilder::from_opts(self.opts.clone())
+        self.opts.0 = OptsBuilder::from_opts(self.opts.0.clone())
             .client_found_rows(true)
             .into();
     }
@@ -146,7 +137,7 @@ impl MySqlStore {
     /// name, not the address it resolved to).
     pub(crate) async fn connect(&self) -> Result<Conn, StoreError> {
         let address = self.resolve().await?;
-        let opts = OptsBuilder::from_opts(self.opts.clone())
+        let opts = OptsBuilder::from_opts(self.opts.0.clone())
             .ip_or_hostname(address.ip().to_string())
             .tcp_port(address.port());
         #[cfg(feature = "tls")]

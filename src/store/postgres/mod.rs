@@ -11,6 +11,7 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::{PostgresLeaseStore, POSTGRES_LEASE_SCHEMA};
 pub use self::segment::{PostgresSegmentStore, POSTGRES_SEGMENT_SCHEMA};
 
+use super::net::Hidden;
 use super::session::Session;
 use super::sql::{Dialect, Done, SqlConn, Value};
 use super::{StoreError, StoreKind};
@@ -39,9 +40,9 @@ static DIALECT: Dialect = Dialect {
 
 /// One PostgreSQL connection for one table, opened on first use (creating the table)
 /// and kept; clones share it. Every network step is bounded by `timeout`.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct PgConn {
-    config: tokio_postgres::Config,
+    config: Hidden<tokio_postgres::Config>,
     host: String,
     port: u16,
     user: String,
@@ -55,16 +56,6 @@ pub(crate) struct PgConn {
     ddl: String,
     table: String,
     session: Session<Client>,
-}
-
-impl std::fmt::Debug for PgConn {
-    // By hand: the driver's configuration holds the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgConn")
-            .field("location", &self.location)
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
 }
 
 impl PgConn {
@@ -118,7 +109,7 @@ impl PgConn {
         }
         let location = format!("postgres://{user}@{host}:{port}/{database}");
         Ok(Self {
-            config,
+            config: Hidden(config),
             host,
             port,
             user,
@@ -264,7 +255,7 @@ impl PgConn {
     /// The session on `stream`: in TLS if the URL asked for it (the certificate checked
     /// against the URL's host name), else plain.
     async fn handshake(&self, stream: tokio::net::TcpStream) -> Result<Client, StoreError> {
-        let mut config = self.config.clone();
+        let mut config = self.config.0.clone();
         #[cfg(feature = "tls")]
         if self.tls.verify != super::net::Verify::Off {
             use tokio_postgres::tls::MakeTlsConnect;

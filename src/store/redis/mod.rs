@@ -12,6 +12,7 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::RedisLeaseStore;
 pub use self::segment::RedisSegmentStore;
 
+use super::net::Hidden;
 use super::StoreError;
 use crate::sync::{lock, Arc, Mutex};
 use std::time::Duration;
@@ -29,9 +30,9 @@ local function num(x) return string.format('%d', x) end
 
 /// One Redis server and a key prefix: the connection is opened on first use and kept;
 /// clones share it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct RedisConn {
-    info: redis::RedisConnectionInfo,
+    info: Hidden<redis::RedisConnectionInfo>,
     host: String,
     port: u16,
     user: String,
@@ -44,17 +45,7 @@ pub(crate) struct RedisConn {
     accept_data_loss: bool,
     /// After each step, wait until this many replicas have every write (`WAIT`).
     wait_replicas: Option<u32>,
-    conn: Arc<Mutex<Option<redis::Connection>>>,
-}
-
-impl std::fmt::Debug for RedisConn {
-    // By hand: the connection settings hold the password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisConn")
-            .field("location", &self.location)
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
+    conn: Hidden<Arc<Mutex<Option<redis::Connection>>>>,
 }
 
 impl RedisConn {
@@ -142,7 +133,7 @@ impl RedisConn {
             }
         );
         Ok(Self {
-            info,
+            info: Hidden(info),
             host,
             port,
             user,
@@ -152,14 +143,14 @@ impl RedisConn {
             prefix: String::new(),
             accept_data_loss,
             wait_replicas,
-            conn: Arc::new(Mutex::new(None)),
+            conn: Hidden(Arc::new(Mutex::new(None))),
         })
     }
 
     /// The bound on each network step (the connection is opened again with it).
     pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
-        self.conn = Arc::new(Mutex::new(None));
+        self.conn = Hidden(Arc::new(Mutex::new(None)));
         self
     }
 
@@ -278,7 +269,7 @@ impl RedisConn {
             let addr = redis::ConnectionAddr::Tcp(address.ip().to_string(), address.port());
             let info = redis::IntoConnectionInfo::into_connection_info(addr)
                 .map_err(failed)?
-                .set_redis_settings(self.info.clone());
+                .set_redis_settings(self.info.0.clone());
             return redis::Client::open(info).map_err(failed);
         };
         #[cfg(feature = "tls")]
@@ -292,7 +283,7 @@ impl RedisConn {
             };
             let info = redis::IntoConnectionInfo::into_connection_info(addr)
                 .map_err(failed)?
-                .set_redis_settings(self.info.clone());
+                .set_redis_settings(self.info.0.clone());
             let Some(ca) = &tls.ca else {
                 return redis::Client::open(info).map_err(failed);
             };
