@@ -305,11 +305,15 @@ fn eight_processes_of_four_threads_taking_100k_each_on_one_tag_repeat_nothing() 
 fn a_thousand_tags_in_one_process_share_one_prefetch_thread() {
     for_each_store(|fixture| {
         let store = fixture.segment_store();
+        // The one prefetch thread fetches for every tag in turn: on etcd (a consensus
+        // write a range, about 90 s for all of them here) the last tag's turn came after
+        // the 30 s the other tests wait, once, in CI.
+        let very_patient = TakeRejectPolicy::wait(Duration::from_secs(180));
         let generators: Vec<SegmentGenerator> = (0..1_000)
             .map(|i| {
                 SegmentGenerator::builder(store.clone(), &format!("tag-{i}"))
                     .create_missing(1, 10)
-                    .take_reject_policy(patient())
+                    .take_reject_policy(very_patient.clone())
                     .build()
                     .unwrap()
             })
