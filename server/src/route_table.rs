@@ -70,6 +70,8 @@ const fn parameter_span(template: &str) -> Option<(usize, usize)> {
     while end < bytes.len() && bytes[end] != b'}' {
         end += 1;
     }
+    // A template without its `}` stops the build rather than a request.
+    assert!(end < bytes.len(), "a route template's {{ without its }}");
     Some((open, end + 1))
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 /// A field kept out of `Debug`: the driver's settings, which hold the password, or a
 /// live connection. Wrapped so the network stores' connections can derive `Debug` and
 /// still never show a password (their tests format them with one in the URL).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Hidden<T>(pub(crate) T);
 
 impl<T> std::fmt::Debug for Hidden<T> {
@@ -174,12 +174,19 @@ pub(crate) struct NetworkUrl {
     allow(dead_code)
 )]
 impl NetworkUrl {
+    /// `raw` as a URL of `kind`'s engine: one of its schemes (as `engines!` declares
+    /// them) and a host.
     pub(crate) fn parse(
         raw: &str,
-        store: &'static str,
+        kind: super::StoreKind,
         expected: &'static str,
-        schemes: &[&str],
     ) -> Result<Self, StoreError> {
+        let store = kind.name();
+        let schemes: Vec<&str> = super::SCHEMES
+            .iter()
+            .filter(|(_, of)| *of == kind)
+            .map(|(scheme, _)| *scheme)
+            .collect();
         let mut parsed = Self {
             url: url::Url::parse("x://x").expect("a URL"),
             host: String::new(),

@@ -392,14 +392,11 @@ mod tests {
                 ACCEPTED_STORE_URLS.contains(&format!("{scheme}:")),
                 "{scheme} is missing from ACCEPTED_STORE_URLS"
             );
-            let raw = format!("{scheme}://u@h/x");
             let raw = if kind == StoreKind::Sqlite {
-                format!(
-                    "{scheme}:{}",
-                    std::env::temp_dir().join("uidgen-scheme.db").display()
-                )
+                let file = std::env::temp_dir().join("uidgen-scheme.db");
+                format!("{scheme}:{}", file.display())
             } else {
-                raw
+                format!("{scheme}://u@h/x")
             };
             let built = super::super::DRIVERS
                 .iter()

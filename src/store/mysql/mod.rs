@@ -50,7 +50,7 @@ pub(crate) struct MySqlStore {
 
 impl MySqlStore {
     pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, StoreError> {
-        let checked = super::net::NetworkUrl::parse(url, STORE, EXPECTED, &["mysql", "mariadb"])?;
+        let checked = super::net::NetworkUrl::parse(url, StoreKind::MySql, EXPECTED)?;
         let invalid = |reason: String| checked.invalid(reason);
         let mut parsed = checked.url.clone();
         // TLS is ours to set up (the parameter names MySQL's own client uses); the

@@ -61,7 +61,7 @@ pub(crate) struct PgConn {
 impl PgConn {
     pub(crate) fn new(url: &str, schema: &str, table: &str) -> Result<Self, StoreError> {
         let checked =
-            super::net::NetworkUrl::parse(url, STORE, EXPECTED, &["postgres", "postgresql"])?;
+            super::net::NetworkUrl::parse(url, StoreKind::Postgres, EXPECTED)?;
         let invalid = |reason: String| checked.invalid(reason);
         let (parsed, host) = (&checked.url, checked.host.clone());
         let port = parsed.port().unwrap_or(5432);

@@ -50,7 +50,7 @@ pub(crate) struct RedisConn {
 
 impl RedisConn {
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let checked = super::net::NetworkUrl::parse(url, STORE, EXPECTED, &["redis", "rediss"])?;
+        let checked = super::net::NetworkUrl::parse(url, super::StoreKind::Redis, EXPECTED)?;
         let invalid = |reason: String| checked.invalid(reason);
         let (parsed, host) = (&checked.url, checked.host.clone());
         let tls = (parsed.scheme() == "rediss").then_some(super::net::Tls {
