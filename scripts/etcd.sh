@@ -6,34 +6,39 @@
 #   3. Running as root with apt-get: install etcd-server (Debian's etcd 3.4; its service
 #      is not started), then as 2.
 #   4. Otherwise: stop, saying what to install.
-# The private cluster's folder is exported as UIDGEN_ETCD_CLUSTER: it holds, per member
-# N (1 to 3), mN.args (the command line that starts it again on its data) and mN.pid,
-# so tests can stop a member (the leader, say) and start it again. The cluster is
-# stopped, and its folder removed, when scripts/test exits.
+# A second private cluster is for the tests that SIGKILL members (the leader, the whole
+# cluster): on the first one, the tests running beside them would see their connections
+# broken. Its folder is exported as UIDGEN_ETCD_CLUSTER: it holds, per member N (1 to
+# 3), mN.args (the command line that starts it again on its data) and mN.pid. Both
+# clusters are stopped, and their folders removed, when scripts/test exits.
 #
 # Building the `etcd` feature also needs protoc and Google's well-known .proto files:
 # ensure_protoc installs Debian's protobuf-compiler and libprotobuf-dev the same way, or
 # says so.
 
-ETCD_DIR=""
+# The private clusters' folders (scripts/test stops them at exit).
+ETCD_DIRS=()
 
 declare -F port_answers >/dev/null || port_answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 stop_private_etcd() {
-    if [ -n "$ETCD_DIR" ]; then
-        local pidfile
-        for pidfile in "$ETCD_DIR"/m*.pid; do
+    [ "${#ETCD_DIRS[@]}" -gt 0 ] || return 0
+    local dir pidfile
+    for dir in "${ETCD_DIRS[@]}"; do
+        for pidfile in "$dir"/m*.pid; do
             [ -e "$pidfile" ] || continue
             kill "$(cat "$pidfile")" 2>/dev/null || true
         done
-        sleep 0.5
-        for pidfile in "$ETCD_DIR"/m*.pid; do
+    done
+    sleep 0.5
+    for dir in "${ETCD_DIRS[@]}"; do
+        for pidfile in "$dir"/m*.pid; do
             [ -e "$pidfile" ] || continue
             kill -9 "$(cat "$pidfile")" 2>/dev/null || true
         done
-        rm -rf "$ETCD_DIR"
-        ETCD_DIR=""
-    fi
+        rm -rf "$dir"
+    done
+    ETCD_DIRS=()
 }
 
 find_etcd() {
@@ -43,16 +48,12 @@ find_etcd() {
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# A free port at or after a random start.
-free_port() {
-    local port=$((20000 + RANDOM % 20000))
-    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
-    echo "$port"
-}
-
+# Starts a private 3-member cluster with `server` (its use, for the log, in $2); sets
+# ETCD_DIR to its folder and ETCD_ENDPOINTS to its members' host:port list.
 start_private_etcd() {
-    local server=$1 n cluster="" clients=() peers=() waited=0
+    local server=$1 use=$2 n cluster="" clients=() peers=() waited=0
     ETCD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-etcd.XXXXXX")
+    ETCD_DIRS+=("$ETCD_DIR")
     for n in 1 2 3; do
         clients[n]=$(free_port)
         while [ "${clients[n]}" = "${clients[n-1]:-}" ] || [ "${clients[n]}" = "${peers[n-1]:-}" ]; do
@@ -62,7 +63,7 @@ start_private_etcd() {
         while port_answers 127.0.0.1 "${peers[n]}"; do peers[n]=$((peers[n] + 1)); done
         cluster+="${cluster:+,}m$n=http://127.0.0.1:${peers[n]}"
     done
-    echo "etcd: starting a private 3-member cluster on 127.0.0.1:${clients[1]},${clients[2]},${clients[3]} (in $ETCD_DIR)"
+    echo "etcd: starting a private 3-member cluster $use on 127.0.0.1:${clients[1]},${clients[2]},${clients[3]} (in $ETCD_DIR)"
     for n in 1 2 3; do
         # One argument a line: what a test runs to start the member again.
         printf '%s\n' "$server" --name "m$n" --data-dir "$ETCD_DIR/m$n.data" \
@@ -70,13 +71,13 @@ start_private_etcd() {
             --advertise-client-urls "http://127.0.0.1:${clients[n]}" \
             --listen-peer-urls "http://127.0.0.1:${peers[n]}" \
             --initial-advertise-peer-urls "http://127.0.0.1:${peers[n]}" \
-            --initial-cluster "$cluster" --initial-cluster-token "uidgen-$$" \
+            --initial-cluster "$cluster" --initial-cluster-token "uidgen-$$-${#ETCD_DIRS[@]}" \
             --initial-cluster-state new --log-level warn >"$ETCD_DIR/m$n.args"
         mapfile -t args <"$ETCD_DIR/m$n.args"
         "${args[@]}" >>"$ETCD_DIR/m$n.log" 2>&1 &
         echo $! >"$ETCD_DIR/m$n.pid"
     done
-    local endpoints="127.0.0.1:${clients[1]},127.0.0.1:${clients[2]},127.0.0.1:${clients[3]}"
+    ETCD_ENDPOINTS="127.0.0.1:${clients[1]},127.0.0.1:${clients[2]},127.0.0.1:${clients[3]}"
     local web="http://127.0.0.1:${clients[1]},http://127.0.0.1:${clients[2]},http://127.0.0.1:${clients[3]}"
     until ETCDCTL_API=3 etcdctl --endpoints "$web" endpoint health >/dev/null 2>&1; do
         if [ "$waited" -ge 300 ]; then
@@ -87,17 +88,21 @@ start_private_etcd() {
         sleep 0.1
         waited=$((waited + 1))
     done
-    export UIDGEN_ETCD_URL="etcd://$endpoints/uidgen-test"
-    export UIDGEN_ETCD_CLUSTER="$ETCD_DIR"
 }
 
 ensure_etcd() {
-    if [ -n "${UIDGEN_ETCD_URL:-}" ]; then
-        echo "etcd: using UIDGEN_ETCD_URL"
-        return 0
-    fi
     local server
     server=$(find_etcd)
+    if [ -n "${UIDGEN_ETCD_URL:-}" ]; then
+        echo "etcd: using UIDGEN_ETCD_URL"
+        # The tests that kill members need a cluster of their own, which only a local
+        # etcd can give: without one they say so and fail.
+        if [ -z "${UIDGEN_ETCD_CLUSTER:-}" ] && [ -n "$server" ] && command -v etcdctl >/dev/null; then
+            start_private_etcd "$server" "for the tests that kill members" &&
+                export UIDGEN_ETCD_CLUSTER="$ETCD_DIR"
+        fi
+        return 0
+    fi
     if { [ -z "$server" ] || ! command -v etcdctl >/dev/null; } && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         install_with_apt etcd-server || echo "etcd: apt-get could not install etcd-server" >&2
         command -v etcdctl >/dev/null || install_with_apt etcd-client ||
@@ -105,8 +110,11 @@ ensure_etcd() {
         server=$(find_etcd)
     fi
     if [ -n "$server" ] && command -v etcdctl >/dev/null; then
-        start_private_etcd "$server"
-        return
+        start_private_etcd "$server" "for the store tests" || return 1
+        export UIDGEN_ETCD_URL="etcd://$ETCD_ENDPOINTS/uidgen-test"
+        start_private_etcd "$server" "for the tests that kill members" || return 1
+        export UIDGEN_ETCD_CLUSTER="$ETCD_DIR"
+        return 0
     fi
     cat >&2 <<'MSG'
 etcd: no etcd is reachable, and none could be started.
@@ -157,8 +165,9 @@ MSG
     return 1
 }
 
-# Run as a script: `scripts/etcd.sh start` starts a private cluster and prints the
-# variables to export; `scripts/etcd.sh stop DIR` stops the one in DIR.
+# Run as a script: `scripts/etcd.sh start` starts the private clusters and prints the
+# variables to export, and how to stop them; `scripts/etcd.sh stop DIR...` stops the
+# clusters in those folders.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     set -euo pipefail
     case "${1:-}" in
@@ -166,13 +175,16 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
             unset UIDGEN_ETCD_URL
             ensure_etcd >&2
             echo "export UIDGEN_ETCD_URL='$UIDGEN_ETCD_URL' UIDGEN_ETCD_CLUSTER='$UIDGEN_ETCD_CLUSTER'"
+            echo "# to stop them: scripts/etcd.sh stop ${ETCD_DIRS[*]}"
             ;;
         stop)
-            ETCD_DIR=${2:?usage: scripts/etcd.sh stop DIR}
+            shift
+            [ "$#" -gt 0 ] || { echo "usage: scripts/etcd.sh stop DIR..." >&2; exit 2; }
+            ETCD_DIRS=("$@")
             stop_private_etcd
             ;;
         *)
-            echo "usage: scripts/etcd.sh start | stop DIR" >&2
+            echo "usage: scripts/etcd.sh start | stop DIR..." >&2
             exit 2
             ;;
     esac

@@ -44,3 +44,23 @@ await_server() {
         tenths=$((tenths - 1))
     done
 }
+
+# A random first port to try for a private server: from 20000 up to the start of the
+# kernel's ephemeral range. In that range outgoing connections take local ports without
+# listening on them, so a port there that answers no one can still be taken before the
+# server binds it (a CI run lost its private TLS Redis to "Address already in use" so).
+random_port() {
+    local low=32768 rest
+    read -r low rest </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768
+    [ "$low" -ge 21000 ] 2>/dev/null && [ "$low" -le 40000 ] || low=40000
+    echo $((20000 + RANDOM % (low - 20500)))
+}
+
+# A port at or after `random_port` that no server answers on at 127.0.0.1 (each script
+# that sources this file defines port_answers).
+free_port() {
+    local port
+    port=$(random_port)
+    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    echo "$port"
+}

@@ -53,8 +53,7 @@ start_private_mariadb() {
         return 1
     fi
     MARIADB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-mariadb.XXXXXX")
-    port=$((20000 + RANDOM % 20000))
-    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    port=$(free_port)
     echo "mariadb: starting a private server on 127.0.0.1:$port (data in $MARIADB_DIR)"
     if ! "$install_db" --no-defaults --datadir="$MARIADB_DIR/data" --user="$user" \
         --auth-root-authentication-method=normal >"$MARIADB_DIR/install.log" 2>&1; then

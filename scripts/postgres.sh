@@ -67,8 +67,7 @@ start_private_postgres() {
     POSTGRES_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-postgres.XXXXXX")
     POSTGRES_BIN=$bin
     [ "$(id -u)" = 0 ] && chown postgres "$POSTGRES_DIR"
-    port=$((20000 + RANDOM % 20000))
-    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    port=$(free_port)
     echo "postgres: starting a private server on 127.0.0.1:$port (data in $POSTGRES_DIR)"
     if ! as_postgres_user "$bin/initdb" -D "$POSTGRES_DIR/data" -U postgres --auth=trust \
         -E UTF8 --no-sync >"$POSTGRES_DIR/initdb.log" 2>&1; then

@@ -48,8 +48,7 @@ launch_private_redis() {
 start_private_redis() {
     local server=$1 port
     REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-redis.XXXXXX")
-    port=$((20000 + RANDOM % 20000))
-    while port_answers 127.0.0.1 "$port"; do port=$((port + 1)); done
+    port=$(free_port)
     echo "redis: starting a private server on 127.0.0.1:$port (in $REDIS_DIR)"
     launch_private_redis "$server" "$port"
     await_server redis "$REDIS_PID" "$REDIS_DIR/server.log" 30 port_answers 127.0.0.1 "$port" ||

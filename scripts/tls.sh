@@ -56,11 +56,11 @@ tls_have_ipv6_loopback() {
     [ -r /proc/net/if_inet6 ] && grep -q '^00000000000000000000000000000001 ' /proc/net/if_inet6
 }
 
-# A random port in 20000-39999 that answers on neither loopback address and is not one
-# of the ports given.
+# A port at or after a random start (`random_port`: below the ephemeral range) that
+# answers on neither loopback address and is not one of the ports given.
 tls_free_port() {
     local port taken
-    port=$((20000 + RANDOM % 20000))
+    port=$(random_port)
     while :; do
         taken=""
         case " $* " in *" $port "*) taken=1 ;; esac

@@ -62,8 +62,7 @@ run_private_zookeeper() {
 
 start_private_zookeeper() {
     ZOOKEEPER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/uidgen-zookeeper.XXXXXX")
-    ZOOKEEPER_PORT=$((20000 + RANDOM % 20000))
-    while port_answers 127.0.0.1 "$ZOOKEEPER_PORT"; do ZOOKEEPER_PORT=$((ZOOKEEPER_PORT + 1)); done
+    ZOOKEEPER_PORT=$(free_port)
     echo "zookeeper: starting a private server on 127.0.0.1:$ZOOKEEPER_PORT (in $ZOOKEEPER_DIR)"
     mkdir -p "$ZOOKEEPER_DIR/data"
     cat >"$ZOOKEEPER_DIR/zoo.cfg" <<CFG

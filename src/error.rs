@@ -142,6 +142,32 @@ pub enum ConfigError {
     /// The padding thread could not be started.
     #[error("could not start the padding thread")]
     Spawn(#[source] Arc<std::io::Error>),
+    /// The generator's first ID now would be at or below its ID floor: an old scheme's
+    /// IDs reach higher than this layout does now.
+    #[error(
+        "the first ID this generator would make now, {first}, is not above its ID floor \
+         {floor}: {why}; run `uidgen migrate plan` for a layout (or segment start) above \
+         the floor"
+    )]
+    BelowFloor {
+        /// The floor: no ID at or below it is handed out.
+        floor: u64,
+        /// The smallest ID the generator would make now.
+        first: u64,
+        /// What makes it so, in words.
+        why: String,
+    },
+    /// A layout that only reads IDs (its sequence sits above the worker ID, as
+    /// Sonyflake's) was given to a generator.
+    #[error(
+        "layout {layout} puts the sequence above the worker ID (Sonyflake's order): uidgen \
+         reads such IDs but makes IDs with the worker ID above the sequence; run `uidgen \
+         migrate plan --from sonyflake` for a layout that keeps new IDs above the old ones"
+    )]
+    ReadOnlyLayout {
+        /// The layout, as it prints.
+        layout: String,
+    },
 }
 
 /// Why an ID could not be handed out, or a UID could not be read.
@@ -261,6 +287,20 @@ pub enum UidError {
         input: String,
         /// What is wrong with it.
         reason: InvalidUidReason,
+    },
+    /// The next ID would be at or below the generator's ID floor (the clock stepped
+    /// back, or a store handed out a range below it): refused rather than handed out.
+    #[error(
+        "the next ID, {next}, would not be above the ID floor {floor}; no ID at or below \
+         it is handed out{why}"
+    )]
+    BelowFloor {
+        /// The floor.
+        floor: u64,
+        /// The ID refused.
+        next: u64,
+        /// What to do, in words (may be empty).
+        why: &'static str,
     },
     /// A field too large for the layout was given to `allocate`.
     #[error("{field} {value} exceeds its maximum {max}")]

@@ -138,6 +138,7 @@ mod encode;
 mod error;
 mod generator;
 mod layout;
+mod migrate;
 #[cfg(feature = "opaque")]
 mod opaque;
 mod process;
@@ -160,11 +161,14 @@ pub use generator::{IdSource, UidGenerator};
 pub use layout::{
     BitsAllocator, LayoutBuilder, Preset, TimeUnit, UidParts, JS_MAX_SAFE_INTEGER, TOTAL_BITS,
 };
+pub use migrate::{
+    Guarantee, MigrationPlan, Needs, OldScheme, PlanError, SegmentPlan, TimeBasedPlan,
+};
 #[cfg(feature = "opaque")]
 pub use opaque::{OpaqueError, OpaqueIds, MAX_KEY_VERSION, OPAQUE_KEY_LEN, OPAQUE_LEN};
 #[cfg(not(uidgen_loom))]
 pub use segment::{
-    GiveBack, Period, PeriodSegmentGenerator, PeriodSegmentGeneratorBuilder,
+    GiveBack, HeldRange, Period, PeriodSegmentGenerator, PeriodSegmentGeneratorBuilder,
     ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder, SegmentError, SegmentGenerator,
     SegmentGeneratorBuilder, SegmentStats, DEFAULT_MAX_PREFETCH_DISTANCE, DEFAULT_MAX_STEP,
     DEFAULT_RANGE_LIFETIME, MAX_RESIDUE_MODULUS, PREFETCH_THREAD_NAME,

@@ -176,6 +176,18 @@ fn run(case: Case) {
                 .unwrap(),
         ),
     };
+    // The successor's store object asks once now, while the lease is held: its first
+    // call adopts the store's identity and, the identity being young, waits until it is
+    // 2.5 s old (`uidgen::YOUNG_STORE`). Waited after the cut, between the send time and
+    // the read, that wait would make the successor's expiry bound early by as much (a CI
+    // run saw a case fail by 557 ms so).
+    match WorkerLease::builder(direct.clone())
+        .holder("fencing-successor")
+        .acquire_id(&bits, worker_id)
+    {
+        Err(WorkerIdError::WorkerIdHeld { .. }) => {}
+        other => panic!("{case:?}: the successor got the held worker ID early: {other:?}"),
+    }
     // A steady taker: an ID about every millisecond. The cut comes at a random point of
     // the keeper's renewal cycle (a third of the TTL).
     let mut highest = 0;

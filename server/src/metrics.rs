@@ -167,6 +167,7 @@ pub(crate) struct Metrics {
     pub(crate) rejected_takes: Family<TagLabel, Counter>,
     pub(crate) segment_ids_left: Family<TagLabel, Gauge>,
     pub(crate) segment_runway: Family<TagLabel, FloatGauge>,
+    pub(crate) segment_ranges_fetched: Family<TagLabel, Counter>,
     pub(crate) ready: Gauge,
     pub(crate) store_data_loss: Counter,
     pub(crate) waiting_for_clock: Gauge,
@@ -195,6 +196,7 @@ impl Metrics {
             rejected_takes: Family::default(),
             segment_ids_left: Family::default(),
             segment_runway: Family::default(),
+            segment_ranges_fetched: Family::default(),
             ready: Gauge::default(),
             store_data_loss: Counter::default(),
             waiting_for_clock: Gauge::default(),
@@ -290,6 +292,11 @@ impl Metrics {
             "segment_runway_seconds",
             "How long a tag's fetched IDs last at the recent rate",
             metrics.segment_runway.clone(),
+        );
+        registry.register(
+            "segment_ranges_fetched",
+            "Ranges a tag's generator took from the store",
+            metrics.segment_ranges_fetched.clone(),
         );
         registry.register(
             "ready",
@@ -397,6 +404,118 @@ pub(crate) fn set_counter(counter: &Counter, total: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Every series name the service exports, with its label names: one sample of every
+    /// family is made first, since an empty family prints nothing.
+    fn exported() -> BTreeMap<String, BTreeSet<String>> {
+        let m = Metrics::new();
+        m.served(Route::V1, "order", 1);
+        m.refused.get_or_create(&StatusLabel { status: 503 }).inc();
+        m.store_call("probe", Duration::from_millis(1), false);
+        let tag = TagLabel {
+            tag: "order".into(),
+        };
+        m.rejected_takes.get_or_create(&tag).inc();
+        m.segment_ids_left.get_or_create(&tag).set(1);
+        m.segment_runway.get_or_create(&tag).set(1.0);
+        m.segment_ranges_fetched.get_or_create(&tag).inc();
+        m.period_ahead.get_or_create(&tag).set(0);
+        let mut series = BTreeMap::new();
+        for line in m.encode().lines().filter(|l| !l.starts_with('#')) {
+            let head = line.rsplit_once(' ').map_or(line, |(head, _)| head);
+            let (name, labels) = head.split_once('{').unwrap_or((head, ""));
+            let names: &mut BTreeSet<String> = series.entry(name.to_owned()).or_default();
+            for pair in labels
+                .trim_end_matches('}')
+                .split(',')
+                .filter(|p| !p.is_empty())
+            {
+                names.insert(pair.split('=').next().unwrap().to_owned());
+            }
+        }
+        series
+    }
+
+    /// The PromQL expressions of the shipped dashboard and alert rules.
+    fn shipped_queries() -> Vec<(String, String)> {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy");
+        let read = |path: &str| {
+            std::fs::read_to_string(format!("{root}/{path}"))
+                .unwrap_or_else(|e| panic!("deploy/{path}: {e}"))
+        };
+        let dashboard: serde_json::Value =
+            serde_json::from_str(&read("grafana/uidgen.json")).unwrap();
+        let mut queries = Vec::new();
+        for panel in dashboard["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let title = panel["title"].as_str().unwrap();
+                queries.push((
+                    format!("panel {title}"),
+                    target["expr"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+        let rules = read("prometheus/uidgen-alerts.yml");
+        let mut alert = String::new();
+        for line in rules.lines().map(str::trim) {
+            if let Some(name) = line.strip_prefix("- alert: ") {
+                alert = name.to_owned();
+            }
+            if let Some(expr) = line.strip_prefix("expr: ") {
+                queries.push((format!("alert {alert}"), expr.to_owned()));
+            }
+        }
+        assert!(queries.len() >= 15, "{queries:?}");
+        queries
+    }
+
+    /// The label names an expression uses: `{name=...}` matchers and `by (...)` lists.
+    fn labels_used(expr: &str) -> Vec<String> {
+        let mut labels = Vec::new();
+        for (i, _) in expr.match_indices('{') {
+            let body = &expr[i + 1..i + expr[i..].find('}').unwrap()];
+            for matcher in body.split(',') {
+                let name = matcher.split(['=', '!']).next().unwrap().trim();
+                labels.push(name.to_owned());
+            }
+        }
+        for (i, _) in expr.match_indices("by (") {
+            let body = &expr[i + 4..i + expr[i..].find(')').unwrap()];
+            labels.extend(body.split(',').map(|l| l.trim().to_owned()));
+        }
+        labels
+    }
+
+    #[test]
+    fn every_metric_and_label_the_dashboard_and_the_alerts_query_is_exported() {
+        let series = exported();
+        // Prometheus adds these to every series it scrapes.
+        let scraped = ["instance", "job"];
+        for (source, expr) in shipped_queries() {
+            let names: Vec<&str> = expr
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|word| word.starts_with("uidgen_"))
+                .collect();
+            assert!(!names.is_empty(), "{source}: no uidgen metric in {expr}");
+            let mut known = BTreeSet::new();
+            for name in &names {
+                let labels = series.get(*name).unwrap_or_else(|| {
+                    panic!(
+                        "{source}: {name} is not exported by the service (exported: {:?})",
+                        series.keys().collect::<Vec<_>>()
+                    )
+                });
+                known.extend(labels.iter().cloned());
+            }
+            for label in labels_used(&expr) {
+                assert!(
+                    known.contains(&label) || scraped.contains(&label.as_str()),
+                    "{source}: label {label} is on none of {names:?} (they have {known:?})"
+                );
+            }
+        }
+    }
 
     #[test]
     fn request_durations_land_in_their_buckets_and_encode_cumulatively() {

@@ -22,6 +22,8 @@ pub(crate) enum Route {
     Readyz,
     Metrics,
     OpenApi,
+    Status,
+    StatusJson,
 }
 
 /// Whose protocol a route is: the OpenAPI document describes the native and operations
@@ -76,7 +78,7 @@ const fn parameter_span(template: &str) -> Option<(usize, usize)> {
 }
 
 /// Every route, in the order the 404 lists them.
-pub(crate) const ROUTES: [RouteEntry; 16] = [
+pub(crate) const ROUTES: [RouteEntry; 18] = [
     entry(Route::Snowflake, "/v1/snowflake", Family::Native),
     entry(Route::Segment, "/v1/segment/{tag}", Family::Native),
     entry(Route::Range, "/v1/segment/{tag}/range", Family::Native),
@@ -109,6 +111,8 @@ pub(crate) const ROUTES: [RouteEntry; 16] = [
     entry(Route::Readyz, "/readyz", Family::Operations),
     entry(Route::Metrics, "/metrics", Family::Operations),
     entry(Route::OpenApi, "/openapi.json", Family::Operations),
+    entry(Route::Status, "/status", Family::Operations),
+    entry(Route::StatusJson, "/status.json", Family::Operations),
 ];
 
 /// The label of any path no route takes (a 404), so that no path a client makes up
@@ -323,7 +327,9 @@ pub(crate) mod tests {
         assert_eq!(find("/v1/snowflake"), Some((0, None)));
         let listed = listed();
         assert!(listed.starts_with("native: /v1/snowflake, /v1/segment/{tag}, "));
-        assert!(listed.ends_with("; operations: /healthz, /readyz, /metrics, /openapi.json"));
+        assert!(listed.ends_with(
+            "; operations: /healthz, /readyz, /metrics, /openapi.json, /status, /status.json"
+        ));
         let mut items: Vec<&str> = listed
             .split("; ")
             .flat_map(|group| group.split_once(": ").unwrap().1.split(", "))

@@ -6,8 +6,10 @@ use subtle::ConstantTimeEq;
 pub const SNOWFLAKE_GRANT: &str = "@snowflake";
 /// The opaque-ID decoding route's name in token grants (`TOKEN=@opaque`).
 pub const OPAQUE_GRANT: &str = "@opaque";
+/// The status page's name in token grants (`TOKEN=@status`); `*` grants it too.
+pub const STATUS_GRANT: &str = "@status";
 /// The names token grants give routes, which no segment tag may take.
-pub(crate) const GRANT_NAMES: [&str; 2] = [SNOWFLAKE_GRANT, OPAQUE_GRANT];
+pub(crate) const GRANT_NAMES: [&str; 3] = [SNOWFLAKE_GRANT, OPAQUE_GRANT, STATUS_GRANT];
 
 /// A token list that cannot be read (the token itself is never named).
 #[derive(Debug, thiserror::Error)]

@@ -49,6 +49,14 @@ pub enum Preset {
     /// 2060-11), 128 worker IDs at once (leases reuse them), and 64 IDs a millisecond
     /// (64,000 a second) per worker before the cached generator borrows future time.
     JsSafe,
+    /// Sonyflake (v1): 39 time / 8 sequence / 16 machine bits, 10 ms ticks, epoch
+    /// 2014-09-01. The sequence sits above the machine ID, so this layout reads old
+    /// Sonyflake IDs (`uidgen parse --layout sonyflake`); generators refuse it (they put
+    /// the worker ID above the sequence).
+    Sonyflake,
+    /// Sonyflake v2's defaults: the same split and tick, epoch 2025-01-01. An upgrade with
+    /// defaults makes IDs below the v1 ones; `uidgen migrate plan` says what to do.
+    SonyflakeV2,
 }
 
 /// The largest integer JavaScript's `number` holds exactly: 2^53 − 1.
@@ -56,14 +64,20 @@ pub const JS_MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 impl Preset {
     /// Every preset, for listings.
-    pub const ALL: [Preset; 6] = [
+    pub const ALL: [Preset; 8] = [
         Preset::Default,
         Preset::UidGenerator,
         Preset::UidGeneratorReadme,
         Preset::Snowflake,
         Preset::Instagram,
         Preset::JsSafe,
+        Preset::Sonyflake,
+        Preset::SonyflakeV2,
     ];
+
+    /// Other names [`FromStr`] reads: Leaf's and Twitter's snowflake are one layout.
+    pub const ALIASES: [(&'static str, Preset); 2] =
+        [("leaf", Preset::Snowflake), ("twitter", Preset::Snowflake)];
 
     /// The name the CLI and [`FromStr`] use.
     pub const fn name(self) -> &'static str {
@@ -74,6 +88,8 @@ impl Preset {
             Preset::Snowflake => "snowflake",
             Preset::Instagram => "instagram",
             Preset::JsSafe => "js-safe",
+            Preset::Sonyflake => "sonyflake",
+            Preset::SonyflakeV2 => "sonyflake-v2",
         }
     }
 
@@ -106,6 +122,8 @@ impl Preset {
                 Epoch::Millis(1_314_220_021_721),
             ),
             Preset::JsSafe => (40, 7, 6, TimeUnit::Milliseconds, Epoch::Date("2026-01-01")),
+            Preset::Sonyflake => (39, 16, 8, TimeUnit::Centiseconds, Epoch::Date("2014-09-01")),
+            Preset::SonyflakeV2 => (39, 16, 8, TimeUnit::Centiseconds, Epoch::Date("2025-01-01")),
         };
         let builder = LayoutBuilder {
             time_bits: time,
@@ -119,6 +137,8 @@ impl Preset {
             unit,
             epoch: String::new(),
             epoch_millis: None,
+            sequence_first: matches!(self, Preset::Sonyflake | Preset::SonyflakeV2),
+            region: None,
         };
         match epoch {
             Epoch::Date(date) => builder.epoch(date),
@@ -142,14 +162,100 @@ impl FromStr for Preset {
     type Err = ConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let name = s.trim();
         Preset::ALL
             .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
+            .map(|p| (p.name(), p))
+            .chain(Preset::ALIASES)
+            .find(|(known, _)| known.eq_ignore_ascii_case(name))
+            .map(|(_, p)| p)
             .ok_or_else(|| ConfigError::OutOfRange {
                 field: "preset",
                 value: s.to_owned(),
-                limit: format!("one of {}", Preset::ALL.map(Preset::name).join(", ")),
+                limit: format!("one of {}", Preset::names()),
             })
+    }
+}
+
+impl Preset {
+    /// Every name [`FromStr`] reads, for error messages and help: `default, …, leaf, twitter`.
+    pub fn names() -> String {
+        Preset::ALL
+            .map(Preset::name)
+            .into_iter()
+            .chain(Preset::ALIASES.map(|(alias, _)| alias))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl LayoutBuilder {
+    /// A layout as the command line and the service's config write it: a preset name
+    /// (or alias), `TIME/WORKER/SEQ`, or `TIME/REGION/WORKER/SEQ` (the region's value
+    /// from [`region`](Self::region), default 0). A split given by hand counts seconds
+    /// from 2026-01-01 until [`unit`](Self::unit) and [`epoch`](Self::epoch) say
+    /// otherwise, as UidGenerator's splits do.
+    ///
+    /// ```
+    /// use uidgen::LayoutBuilder;
+    ///
+    /// let leaf = LayoutBuilder::parse("leaf")?.build()?;
+    /// assert_eq!(leaf.to_string(), "41/10/12 ms epoch 2010-11-04 01:42:54.657");
+    /// let split = LayoutBuilder::parse("36/1/11/15")?.region(1, 1).build()?;
+    /// assert_eq!((split.region_bits(), split.region()), (1, 1));
+    /// assert!(LayoutBuilder::parse("40/10").unwrap_err().to_string().contains("TIME/WORKER/SEQ"));
+    /// # Ok::<(), uidgen::ConfigError>(())
+    /// ```
+    pub fn parse(spec: &str) -> Result<LayoutBuilder, ConfigError> {
+        let shown = || {
+            let head: String = spec.chars().take(64).collect();
+            format!("{head:?}")
+        };
+        if !spec.contains('/') {
+            return spec.parse::<Preset>().map(Preset::builder).map_err(|_| {
+                ConfigError::OutOfRange {
+                    field: "layout",
+                    value: shown(),
+                    limit: format!(
+                        "one of {}, or bits as TIME/WORKER/SEQ (or TIME/REGION/WORKER/SEQ) \
+                         adding up to 63",
+                        Preset::names()
+                    ),
+                }
+            });
+        }
+        let numbers: Option<Vec<u32>> = spec
+            .split('/')
+            .map(|part| part.trim().parse::<u32>().ok())
+            .collect();
+        let builder = Preset::Default.builder().unit(TimeUnit::Seconds);
+        match numbers.as_deref() {
+            Some(&[time, worker, seq]) => Ok(builder.bits(time, worker, seq)),
+            Some(&[time, region, worker, seq]) => Ok(LayoutBuilder {
+                region: Some((region, 0)),
+                ..builder.bits(time, worker, seq)
+            }),
+            _ => Err(ConfigError::OutOfRange {
+                field: "layout",
+                value: shown(),
+                limit: "TIME/WORKER/SEQ (or TIME/REGION/WORKER/SEQ) as whole numbers adding \
+                        up to 63, or a preset"
+                    .into(),
+            }),
+        }
+    }
+
+    /// Sets the region's value, keeping the region bits [`parse`](Self::parse) read (or
+    /// refusing a layout without them).
+    pub fn region_value(self, region: u64) -> Result<LayoutBuilder, ConfigError> {
+        match self.region {
+            Some((bits, _)) => Ok(self.region(bits, region)),
+            None => Err(ConfigError::OutOfRange {
+                field: "region",
+                value: region.to_string(),
+                limit: "a region needs a layout with region bits: TIME/REGION/WORKER/SEQ".into(),
+            }),
+        }
     }
 }
 
@@ -165,6 +271,8 @@ pub struct LayoutBuilder {
     unit: TimeUnit,
     epoch: String,
     epoch_millis: Option<u64>,
+    sequence_first: bool,
+    region: Option<(u32, u64)>,
 }
 
 impl LayoutBuilder {
@@ -193,6 +301,29 @@ impl LayoutBuilder {
         /// # Ok::<(), uidgen::ConfigError>(())
         /// ```
         total_bits(bits: u32) => self.total_bits = bits;
+
+        /// Puts the sequence above the worker ID (Sonyflake's order) rather than below
+        /// it. Such a layout reads IDs; generators refuse it.
+        sequence_first(yes: bool) => self.sequence_first = yes;
+    }
+
+    /// A region field of `bits` bits between the time and the worker ID, holding
+    /// `region` in every ID this layout makes: two regions whose stores are apart can
+    /// never make the same ID, and `uidgen migrate plan` uses a set region bit to keep
+    /// new IDs apart from an old scheme's. The four fields must then add up to 63 (or
+    /// the [`total_bits`](Self::total_bits)).
+    ///
+    /// ```
+    /// use uidgen::BitsAllocator;
+    ///
+    /// let bits = BitsAllocator::builder().bits(38, 10, 13).region(2, 3).build()?;
+    /// let parts = bits.parse(bits.allocate(5, 7, 1)?)?;
+    /// assert_eq!((parts.region, parts.worker_id, parts.sequence), (Some(3), 7, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn region(mut self, bits: u32, region: u64) -> Self {
+        self.region = (bits > 0).then_some((bits, region));
+        self
     }
 
     /// Sets the epoch as a UTC date (`"2016-05-20"`) or an RFC 3339 instant.
@@ -229,12 +360,18 @@ impl LayoutBuilder {
             Some(ms) => ms,
             None => parse_epoch(&self.epoch)?,
         };
-        BitsAllocator::new(
+        let mut allocator = BitsAllocator::new(
             [self.time_bits, self.worker_bits, self.seq_bits],
             self.total_bits,
             self.unit,
             epoch_millis,
-        )
+            self.region,
+        )?;
+        if self.sequence_first {
+            allocator.worker_shift = 0;
+            allocator.seq_shift = allocator.worker_bits;
+        }
+        Ok(allocator)
     }
 }
 
@@ -263,6 +400,12 @@ pub struct BitsAllocator {
     max_delta: u64,
     max_worker_id: u64,
     max_sequence: u64,
+    region_bits: u32,
+    /// `region << region_shift`, set in every ID.
+    region_part: u64,
+    time_shift: u32,
+    worker_shift: u32,
+    seq_shift: u32,
 }
 
 impl Default for BitsAllocator {
@@ -292,6 +435,7 @@ impl BitsAllocator {
         total_bits: u32,
         unit: TimeUnit,
         epoch_millis: u64,
+        region: Option<(u32, u64)>,
     ) -> Result<Self, ConfigError> {
         for (field, bits) in [
             ("time_bits", time_bits),
@@ -309,10 +453,33 @@ impl BitsAllocator {
                 limit: format!("3 to {TOTAL_BITS} (64 bits less the sign bit)"),
             });
         }
+        let (region_bits, region) = region.unwrap_or((0, 0));
         let sum = time_bits
             .saturating_add(worker_bits)
             .saturating_add(seq_bits);
-        if sum != total_bits {
+        if region_bits > 0 {
+            let all = sum.saturating_add(region_bits);
+            if all != total_bits {
+                return Err(ConfigError::OutOfRange {
+                    field: "region_bits",
+                    value: region_bits.to_string(),
+                    limit: format!(
+                        "time {time_bits} + region {region_bits} + worker {worker_bits} + \
+                         sequence {seq_bits} = {all}, but must be exactly {total_bits}"
+                    ),
+                });
+            }
+            if region_bits >= 63 || region >> region_bits != 0 {
+                return Err(ConfigError::OutOfRange {
+                    field: "region",
+                    value: region.to_string(),
+                    limit: format!(
+                        "0 to {} ({region_bits} region bits)",
+                        (1u64 << region_bits.min(62)) - 1
+                    ),
+                });
+            }
+        } else if sum != total_bits {
             return Err(if total_bits == TOTAL_BITS {
                 ConfigError::BitsSum {
                     time_bits,
@@ -331,6 +498,7 @@ impl BitsAllocator {
             });
         }
         let mask = |bits: u32| (1u64 << bits) - 1;
+        let low = worker_bits + seq_bits;
         Ok(Self {
             time_bits,
             worker_bits,
@@ -341,6 +509,11 @@ impl BitsAllocator {
             max_delta: mask(time_bits),
             max_worker_id: mask(worker_bits),
             max_sequence: mask(seq_bits),
+            region_bits,
+            region_part: region << low,
+            time_shift: low + region_bits,
+            worker_shift: seq_bits,
+            seq_shift: 0,
         })
     }
 
@@ -398,13 +571,16 @@ impl BitsAllocator {
         debug_assert!(delta <= self.max_delta);
         debug_assert!(worker_id <= self.max_worker_id);
         debug_assert!(sequence <= self.max_sequence);
-        (delta << (self.worker_bits + self.seq_bits)) | (worker_id << self.seq_bits) | sequence
+        (delta << self.time_shift)
+            | self.region_part
+            | (worker_id << self.worker_shift)
+            | (sequence << self.seq_shift)
     }
 
     /// The delta (ticks since the epoch) of an ID this layout made.
     #[inline]
     pub(crate) fn delta_of(&self, uid: u64) -> u64 {
-        uid >> (self.worker_bits + self.seq_bits)
+        uid >> self.time_shift
     }
 
     /// Unpacks an ID. An ID with the sign bit set was not made by any layout.
@@ -426,9 +602,12 @@ impl BitsAllocator {
             uid,
             delta,
             timestamp_millis: self.tick_start_millis(delta),
-            worker_id: (uid >> self.seq_bits) & self.max_worker_id,
-            sequence: uid & self.max_sequence,
+            worker_id: (uid >> self.worker_shift) & self.max_worker_id,
+            sequence: (uid >> self.seq_shift) & self.max_sequence,
             unit: self.unit,
+            region: (self.region_bits > 0).then(|| {
+                (uid >> (self.worker_bits + self.seq_bits)) & ((1 << self.region_bits) - 1)
+            }),
         })
     }
 
@@ -500,7 +679,7 @@ impl BitsAllocator {
     /// Formats an instant the way this layout's timestamps print (with milliseconds
     /// for millisecond layouts).
     pub fn format_instant(&self, unix_millis: u64) -> String {
-        format_utc(unix_millis, self.unit == TimeUnit::Milliseconds)
+        format_utc(unix_millis, self.unit.shows_millis())
     }
 
     /// Bits the three fields use together: 63, or less for a capped layout.
@@ -545,16 +724,98 @@ impl BitsAllocator {
     pub fn max_sequence(&self) -> u64 {
         self.max_sequence
     }
+    /// Bits of the region field (0: none).
+    pub fn region_bits(&self) -> u32 {
+        self.region_bits
+    }
+    /// The region every ID of this layout holds (0 without region bits).
+    pub fn region(&self) -> u64 {
+        if self.region_bits == 0 {
+            0
+        } else {
+            self.region_part >> (self.worker_bits + self.seq_bits)
+        }
+    }
+    /// The position of the worker ID's lowest bit in an ID (its shift).
+    pub fn worker_lowest_bit(&self) -> u32 {
+        self.worker_shift
+    }
+    /// Whether the sequence sits above the worker ID (Sonyflake's order): such a layout
+    /// reads IDs, and generators refuse it.
+    pub fn sequence_first(&self) -> bool {
+        self.seq_shift > 0
+    }
+    /// The smallest ID worker `worker_id` makes in tick `delta` (saturating at the
+    /// layout's end).
+    pub fn first_uid_of_tick(&self, delta: u64, worker_id: u64) -> u64 {
+        self.pack(
+            delta.min(self.max_delta),
+            worker_id.min(self.max_worker_id),
+            0,
+        )
+    }
+
+    /// The first tick whose IDs from `worker_id` are all above `floor` (past
+    /// [`max_delta`](Self::max_delta) when none is).
+    pub(crate) fn floor_tick(&self, worker_id: u64, floor: u64) -> u64 {
+        let tick = self.delta_of(floor);
+        if self.first_uid_of_tick(tick, worker_id) > floor {
+            tick
+        } else {
+            tick.saturating_add(1)
+        }
+    }
+
+    /// Whether worker `worker_id`'s first ID at `now_ms` (Unix ms, within the layout's
+    /// life) is above `floor`: else [`ConfigError::BelowFloor`], saying from when it
+    /// would be, or that it never is. What every generator checks at build time with
+    /// its floor (`uidgen migrate plan` prints one), for callers that check settings
+    /// without building one.
+    pub fn check_floor_at(
+        &self,
+        floor: u64,
+        worker_id: u64,
+        now_ms: u64,
+    ) -> Result<(), ConfigError> {
+        let tick = self.tick_at(now_ms).unwrap_or(0);
+        let first = self.first_uid_of_tick(tick, worker_id);
+        if first > floor {
+            return Ok(());
+        }
+        let from = self.floor_tick(worker_id, floor);
+        Err(ConfigError::BelowFloor {
+            floor,
+            first,
+            why: if from > self.max_delta() {
+                format!("layout {self} never makes an ID above it for worker ID {worker_id}")
+            } else {
+                format!(
+                    "layout {self} makes IDs above it for worker ID {worker_id} only from {}",
+                    self.format_instant(self.tick_start_millis(from))
+                )
+            },
+        })
+    }
 }
 
 impl fmt::Display for BitsAllocator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/", self.time_bits)?;
+        if self.region_bits > 0 {
+            write!(f, "{}/", self.region_bits)?;
+        }
+        write!(f, "{}/{}", self.worker_bits, self.seq_bits)?;
+        if self.region_bits > 0 {
+            write!(f, " region {}", self.region())?;
+        }
         write!(
             f,
-            "{}/{}/{} {} epoch {}",
-            self.time_bits,
-            self.worker_bits,
-            self.seq_bits,
+            "{} {} epoch {}",
+            if self.sequence_first() {
+                " (sequence above worker)"
+            } else {
+                ""
+            },
             self.unit.symbol(),
             format_utc(self.epoch_millis, !self.epoch_millis.is_multiple_of(1000))
         )

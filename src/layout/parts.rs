@@ -39,12 +39,18 @@ pub struct UidParts {
     pub sequence: u64,
     /// The layout's tick length.
     pub unit: TimeUnit,
+    /// The region field, for layouts that have one.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub region: Option<u64>,
 }
 
 impl UidParts {
     /// The timestamp as printed: UTC, `yyyy-MM-dd HH:mm:ss[.SSS]`.
     pub fn timestamp(&self) -> String {
-        format_utc(self.timestamp_millis, self.unit == TimeUnit::Milliseconds)
+        format_utc(self.timestamp_millis, self.unit.shows_millis())
     }
 
     /// When its tick began.
@@ -67,11 +73,17 @@ impl fmt::Display for UidParts {
         // Every value is digits, dashes, colons and spaces: no JSON escaping is needed.
         write!(
             f,
-            r#"{{"UID":"{}","timestamp":"{}","workerId":"{}","sequence":"{}"}}"#,
+            r#"{{"UID":"{}","timestamp":"{}","#,
             self.uid,
-            self.timestamp(),
-            self.worker_id,
-            self.sequence
+            self.timestamp()
+        )?;
+        if let Some(region) = self.region {
+            write!(f, r#""region":"{region}","#)?;
+        }
+        write!(
+            f,
+            r#""workerId":"{}","sequence":"{}"}}"#,
+            self.worker_id, self.sequence
         )
     }
 }

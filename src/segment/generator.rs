@@ -34,6 +34,7 @@ pub struct SegmentGeneratorBuilder {
     prefetch: bool,
     /// A prefetch thread of the store's own rather than the shared one.
     own_prefetcher: bool,
+    floor: Option<u64>,
 }
 
 impl SegmentGeneratorBuilder {
@@ -70,6 +71,37 @@ impl SegmentGeneratorBuilder {
     /// IDs at or above `first_id`, creating it is refused, naming what is known.
     pub fn create_missing(mut self, first_id: u64, step: u64) -> Self {
         self.create_missing = Some((first_id, step));
+        self
+    }
+
+    /// No ID at or below `floor` is ever handed out: building refuses a tag whose
+    /// counter is at or below it (naming `uidgen migrate plan`), and
+    /// [`create_missing`](Self::create_missing) below it is refused the same way. Every
+    /// later range starts above the first, so none reaches down to it.
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")] {
+    /// use uidgen::{SegmentGenerator, SqliteSegmentStore};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("uidgen-floor-{}", std::process::id()));
+    /// let store = SqliteSegmentStore::new(dir.join("segments.db"));
+    /// let below = SegmentGenerator::builder(store.clone(), "order")
+    ///     .floor(5_000)
+    ///     .create_missing(1, 1000)
+    ///     .build();
+    /// assert!(below.unwrap_err().to_string().contains("uidgen migrate plan"));
+    /// let orders = SegmentGenerator::builder(store, "order")
+    ///     .floor(5_000)
+    ///     .create_missing(5_001, 1000)
+    ///     .build()?;
+    /// assert_eq!(orders.next_uid()?, 5_001);
+    /// # drop(orders);
+    /// # std::fs::remove_dir_all(dir).ok();
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn floor(mut self, floor: u64) -> Self {
+        self.floor = Some(floor);
         self
     }
 
@@ -111,12 +143,18 @@ impl SegmentGeneratorBuilder {
             ));
         }
         if let Some((first_id, step)) = self.create_missing {
+            if let Some(floor) = self.floor {
+                super::tag::check_floor(&self.tag, &describe, first_id, floor, "would start")?;
+            }
             self.store.create(&self.tag, first_id, step, "")?;
         }
         let record = self
             .store
             .tag(&self.tag)?
             .ok_or_else(|| crate::store::segment::missing_tag(kind, &describe, &self.tag))?;
+        if let Some(floor) = self.floor {
+            super::tag::check_floor(&self.tag, &describe, record.max_id, floor, "hands out next")?;
+        }
         let limits = Limits {
             base_step: record.step.clamp(1, self.max_step),
             max_step: self.max_step,
@@ -136,7 +174,7 @@ impl SegmentGeneratorBuilder {
             limits,
             prefetcher.health(&describe),
         ));
-        tag.fetch_first()?;
+        tag.fetch_first(self.floor)?;
         prefetcher.register(&tag);
         Ok(SegmentGenerator {
             tag,
@@ -219,6 +257,7 @@ impl SegmentGenerator {
             max_distance: DEFAULT_MAX_PREFETCH_DISTANCE,
             prefetch: true,
             own_prefetcher: false,
+            floor: None,
         }
     }
 

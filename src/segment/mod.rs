@@ -46,4 +46,4 @@ pub use prefetch::PREFETCH_THREAD_NAME;
 #[cfg(not(uidgen_loom))]
 pub use residue::{ResidueSegmentGenerator, ResidueSegmentGeneratorBuilder, MAX_RESIDUE_MODULUS};
 #[cfg(not(uidgen_loom))]
-pub use tag::{GiveBack, SegmentStats};
+pub use tag::{GiveBack, HeldRange, SegmentStats};

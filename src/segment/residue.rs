@@ -39,6 +39,7 @@ pub struct ResidueSegmentGeneratorBuilder {
     create_at: Option<u64>,
     max_step: Option<u64>,
     policy: TakeRejectPolicy,
+    floor: Option<u64>,
 }
 
 impl ResidueSegmentGeneratorBuilder {
@@ -62,6 +63,12 @@ impl ResidueSegmentGeneratorBuilder {
         /// What a take does when no store has an ID fetched (as for
         /// [`SegmentGenerator`]); it waits on a store that is not failing.
         take_reject_policy(policy: TakeRejectPolicy) => self.policy = policy;
+
+        /// No ID at or below `floor` is handed out: a class whose next ID is at or below
+        /// it is refused at build, as is a [`create_missing`](Self::create_missing) start
+        /// at or below it (the segment generator's
+        /// [`floor`](crate::SegmentGeneratorBuilder::floor), in each class's counter).
+        floor(floor: u64) => self.floor = Some(floor);
     }
 
     /// Adds a store whose IDs are ≡ `remainder` (mod the modulus).
@@ -123,6 +130,7 @@ impl ResidueSegmentGeneratorBuilder {
             create_at: self.create_at,
             max_step: self.max_step,
             policy: self.policy,
+            floor: self.floor,
             next: AtomicU64::new(0),
         });
         let mut failures = Vec::new();
@@ -134,9 +142,10 @@ impl ResidueSegmentGeneratorBuilder {
                 // Another class's tag, or a missing one not to be created, is a mistake
                 // to fix, not an outage to ride out.
                 Err(
-                    err @ SegmentError::Store(
+                    err @ (SegmentError::Store(
                         StoreError::InvalidSegment { .. } | StoreError::MissingTag { .. },
-                    ),
+                    )
+                    | SegmentError::Config(_)),
                 ) => return Err(err),
                 Err(err) => {
                     tracing::warn!(
@@ -174,6 +183,7 @@ struct Inner {
     create_at: Option<u64>,
     max_step: Option<u64>,
     policy: TakeRejectPolicy,
+    floor: Option<u64>,
     /// Where the next take starts looking, so takes spread over the stores.
     next: AtomicU64,
 }
@@ -194,6 +204,17 @@ impl Inner {
         create_at: Option<u64>,
     ) -> Result<SegmentGenerator, SegmentError> {
         let wanted = self.description(class.remainder);
+        if let (Some(first_id), Some(floor)) = (create_at, self.floor) {
+            if first_id <= floor {
+                return Err(SegmentError::Config(
+                    crate::error::ConfigError::BelowFloor {
+                        floor,
+                        first: first_id,
+                        why: format!("residue tag {:?} would start at {first_id}", self.tag),
+                    },
+                ));
+            }
+        }
         if let Some(first_id) = create_at {
             let counter = first_id.div_ceil(self.modulus).max(1);
             class
@@ -243,6 +264,11 @@ impl Inner {
             .store_prefetcher();
         if let Some(max_step) = self.max_step {
             builder = builder.max_step(max_step);
+        }
+        // IDs are counter × modulus + remainder: above the floor from the first counter
+        // past (floor − remainder) / modulus.
+        if let Some(floor) = self.floor.and_then(|f| f.checked_sub(class.remainder)) {
+            builder = builder.floor(floor / self.modulus);
         }
         builder.build()
     }
@@ -370,6 +396,7 @@ impl ResidueSegmentGenerator {
             create_at: None,
             max_step: None,
             policy: TakeRejectPolicy::default(),
+            floor: None,
         }
     }
 

@@ -8,11 +8,12 @@
 use super::chain::{Chain, RangeLeft};
 use super::error::SegmentError;
 use super::health::StoreHealth;
+use crate::clock::{Clock, SystemClock};
 use crate::error::UidError;
 use crate::store::segment::SegmentStore;
 use crate::store::StoreError;
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// One tag's state, shared by its generator and the prefetch thread.
 pub(super) struct Tag {
@@ -24,6 +25,8 @@ pub(super) struct Tag {
     /// Takes that found the chain empty.
     hungry: AtomicU64,
     ranges_fetched: AtomicU64,
+    /// When the last range came (Unix ms; 0: none yet), for status pages.
+    fetched_at_ms: AtomicU64,
     /// Set by the generator's drop: fetch nothing more.
     closed: AtomicBool,
     /// The store's failures and backoff, shared with other tags on it.
@@ -53,6 +56,7 @@ impl Tag {
             fetch: Mutex::new(FetchState::new(0, &limits, Instant::now())),
             hungry: AtomicU64::new(0),
             ranges_fetched: AtomicU64::new(0),
+            fetched_at_ms: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             health,
             refused: Mutex::new(None),
@@ -64,7 +68,9 @@ impl Tag {
     }
 
     /// Takes the first range, on the building thread: its errors are the caller's.
-    pub(super) fn fetch_first(&self) -> Result<(), SegmentError> {
+    /// A first range at or below `floor` (a store set back since its counter was read)
+    /// is refused: later ranges start above the first.
+    pub(super) fn fetch_first(&self, floor: Option<u64>) -> Result<(), SegmentError> {
         let mut state = lock(&self.fetch);
         let step = state.next_step(&self.limits);
         let max_id = self.store.allocate(&self.name, step)?;
@@ -76,9 +82,15 @@ impl Tag {
                 end,
                 last_end: 1,
             })?;
+        if let Some(floor) = floor {
+            let describe = self.store.describe();
+            check_floor(&self.name, &describe, start, floor, "gave a range")?;
+        }
         let _ = self.chain.publish(start, max_id);
         state.last_end = max_id;
         self.ranges_fetched.store(1, Ordering::Relaxed);
+        self.fetched_at_ms
+            .store(SystemClock.now_millis(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -192,6 +204,8 @@ impl Tag {
                         debug_assert!(published.is_ok());
                         state.last_end = max_id;
                         self.ranges_fetched.fetch_add(1, Ordering::Relaxed);
+                        self.fetched_at_ms
+                            .store(SystemClock.now_millis(), Ordering::Relaxed);
                         Ok(())
                     }
                     Err((start, end)) => {
@@ -263,6 +277,20 @@ impl Tag {
                 .flatten(),
             hungry_takes: self.hungry.load(Ordering::Relaxed),
             store_error: self.health.error(),
+            ranges: self
+                .chain
+                .ranges()
+                .into_iter()
+                .map(|r| HeldRange {
+                    start: r.start,
+                    next: r.next,
+                    end: r.end,
+                })
+                .collect(),
+            last_fetched: match self.fetched_at_ms.load(Ordering::Relaxed) {
+                0 => None,
+                ms => Some(UNIX_EPOCH + Duration::from_millis(ms)),
+            },
         }
     }
 
@@ -295,6 +323,30 @@ fn checked_range(max_id: u64, step: u64, last_end: u64) -> Result<u64, (u64, u64
         Some(start) if start >= last_end && start >= 1 && max_id <= i64::MAX as u64 => Ok(start),
         _ => Err((max_id.saturating_sub(step), max_id)),
     }
+}
+
+/// Refuses a tag whose next ID `next` is not above `floor`.
+pub(super) fn check_floor(
+    tag: &str,
+    store: &str,
+    next: u64,
+    floor: u64,
+    what: &str,
+) -> Result<(), SegmentError> {
+    if next > floor {
+        return Ok(());
+    }
+    Err(SegmentError::Config(
+        crate::error::ConfigError::BelowFloor {
+            floor,
+            first: next,
+            why: format!(
+                "tag {} in {store} {what} at {next}; create it (or set its counter) above the \
+             floor",
+                crate::error::Shown(tag)
+            ),
+        },
+    ))
 }
 
 /// What [`SegmentGenerator::shutdown`](crate::SegmentGenerator::shutdown) gave back to the store.
@@ -338,6 +390,22 @@ pub struct SegmentStats {
     pub hungry_takes: u64,
     /// The store's last error while it is failing.
     pub store_error: Option<String>,
+    /// The current range, then those fetched ahead (a snapshot while IDs are taken).
+    pub ranges: Vec<HeldRange>,
+    /// When the last range was fetched (the machine's clock).
+    pub last_fetched: Option<SystemTime>,
+}
+
+/// A range a segment generator holds, from [`SegmentStats::ranges`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeldRange {
+    /// The range's first ID.
+    pub start: u64,
+    /// The next ID it hands out (`end` once used up).
+    pub next: u64,
+    /// One past its last ID.
+    pub end: u64,
 }
 
 /// The counter to give back: from `last_end` (the end of the last range fetched) down

@@ -321,6 +321,15 @@ impl CachedUidGenerator {
         self.mark.state().failure()
     }
 
+    /// The worker lease this generator runs on (its holder, expiry and time mark), for
+    /// status pages; `None` for a fixed worker ID.
+    pub fn lease(&self) -> Option<&crate::WorkerLease> {
+        match &self.mark {
+            super::Mark::Lease(lease) => Some(lease),
+            super::Mark::Process(_) => None,
+        }
+    }
+
     /// Slots in the ring.
     pub fn capacity(&self) -> usize {
         self.ring.capacity()

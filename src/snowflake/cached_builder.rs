@@ -128,7 +128,7 @@ impl CachedUidGeneratorBuilder {
         let capacity = self.capacity(&self.base.bits)?;
         self.check()?;
         let schedule = self.schedule(&self.base.bits);
-        let (bits, worker_id, clock, warn_before_end, mark) = self.base.into_parts();
+        let (bits, worker_id, clock, warn_before_end, mark, floor) = self.base.into_parts();
         let (ring, producer) = RingBuffer::new(capacity)?;
         let shared = Arc::new(Shared {
             end_warning: EndWarning::new(&bits, warn_before_end),
@@ -138,6 +138,7 @@ impl CachedUidGeneratorBuilder {
             producer,
             source: TickSource::new(bits, worker_id, clock.clone(), mark.state().clone())
                 .max_ahead(self.max_time_ahead)
+                .id_floor(floor)
                 .rollback_allowance(self.rollback_allowance),
             shared: shared.clone(),
             on_rejected_put: self.on_rejected_put,

@@ -65,6 +65,8 @@ pub struct DefaultUidGenerator {
     max_run_ahead_ticks: u64,
     /// The longest a call waits for the clock to pass the worker ID's time mark.
     max_mark_wait: Duration,
+    /// No ID at or below this is handed out.
+    id_floor: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -171,7 +173,7 @@ impl DefaultUidGeneratorBuilder {
             RollbackStrategy::Wait { max } => (*max).max(DEFAULT_MARK_WAIT),
             _ => DEFAULT_MARK_WAIT,
         });
-        let (bits, worker_id, clock, warn_before_end, mark) = self.base.into_parts();
+        let (bits, worker_id, clock, warn_before_end, mark, id_floor) = self.base.into_parts();
         let spare_marks: Vec<(u64, super::Mark)> = self
             .spare_leases
             .into_iter()
@@ -235,6 +237,7 @@ impl DefaultUidGeneratorBuilder {
             )
             .unwrap_or(u64::MAX),
             max_mark_wait,
+            id_floor,
         })
     }
 }
@@ -453,6 +456,14 @@ impl DefaultUidGenerator {
             Some(index) => &self.spare_marks[index].1,
             None => &self.mark,
         };
+        let first = self.bits.pack(tick, state.worker_id, 0);
+        if let Some(floor) = self.id_floor.filter(|&floor| first <= floor) {
+            return Err(UidError::BelowFloor {
+                floor,
+                next: first,
+                why: " (the clock is behind the time the floor was passed at)",
+            });
+        }
         mark.state().admit(tick, may_wait)?;
         self.end_warning.observe(tick, &self.bits);
         state.last_tick = Some(tick);

@@ -37,6 +37,8 @@ struct GeneratorBase {
     lease: Option<WorkerLease>,
     clock: Arc<dyn Clock>,
     warn_before_end: std::time::Duration,
+    /// No ID at or below this is handed out (`floor`).
+    floor: Option<u64>,
 }
 
 /// Where a generator's worker ID keeps its time mark; dropped with the generator, which
@@ -65,6 +67,7 @@ impl Default for GeneratorBase {
             lease: None,
             clock: Arc::new(SystemClock),
             warn_before_end: DEFAULT_WARN_BEFORE_END,
+            floor: None,
         }
     }
 }
@@ -76,6 +79,7 @@ impl std::fmt::Debug for GeneratorBase {
             .field("worker_id", &self.worker_id)
             .field("lease", &self.lease)
             .field("warn_before_end", &self.warn_before_end)
+            .field("floor", &self.floor)
             .finish_non_exhaustive()
     }
 }
@@ -94,8 +98,18 @@ impl GeneratorBase {
                 });
             }
         }
+        if self.bits.sequence_first() {
+            return Err(ConfigError::ReadOnlyLayout {
+                layout: self.bits.to_string(),
+            });
+        }
         self.bits.check_worker_id(self.worker_id)?;
-        self.bits.check_alive_at(self.clock.now_millis())
+        let now = self.clock.now_millis();
+        self.bits.check_alive_at(now)?;
+        if let Some(floor) = self.floor {
+            self.bits.check_floor_at(floor, self.worker_id, now)?;
+        }
+        Ok(())
     }
 
     /// The worker ID's mark: the lease's, or this process's for a fixed worker ID.
@@ -107,6 +121,7 @@ impl GeneratorBase {
         Arc<dyn Clock>,
         std::time::Duration,
         Mark,
+        Option<u64>,
     ) {
         let mark = match self.lease {
             Some(lease) => Mark::Lease(lease),
@@ -122,6 +137,7 @@ impl GeneratorBase {
             self.clock,
             self.warn_before_end,
             mark,
+            self.floor,
         )
     }
 }
@@ -132,6 +148,26 @@ macro_rules! base_builder_methods {
         /// The layout (default: [`Preset::Default`](crate::Preset::Default)).
         pub fn allocator(mut self, bits: $crate::BitsAllocator) -> Self {
             self.base.bits = bits;
+            self
+        }
+
+        /// No ID at or below `floor` is ever handed out: building refuses a generator
+        /// whose first ID now would be at or below it (naming `uidgen migrate plan`),
+        /// and a tick whose IDs would be is never used (after the clock steps back, the
+        /// generator waits or fails as for its time mark). Set it to the highest ID an
+        /// old scheme made, so new IDs all sort above the old.
+        ///
+        /// ```
+        /// use uidgen::{DefaultUidGenerator, UidGenerator};
+        ///
+        /// let err = DefaultUidGenerator::builder().floor(u64::MAX >> 2).build().unwrap_err();
+        /// assert!(err.to_string().contains("uidgen migrate plan"));
+        /// let generator = DefaultUidGenerator::builder().floor(1_000_000).build()?;
+        /// assert!(generator.next_uid()? > 1_000_000);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn floor(mut self, floor: u64) -> Self {
+            self.base.floor = Some(floor);
             self
         }
 

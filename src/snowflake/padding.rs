@@ -225,6 +225,20 @@ impl TickSource {
         }
     }
 
+    /// Never uses a tick whose IDs are not all above `floor`: as if the ticks below
+    /// were used up, so padding starts at or after the first tick above it (waiting at
+    /// the time-ahead cap if that is ahead of the clock).
+    pub(crate) fn id_floor(mut self, floor: Option<u64>) -> Self {
+        if let Some(floor) = floor {
+            let first = self.bits.floor_tick(self.worker_id, floor);
+            self.tick = self.tick.max(first.checked_sub(1));
+            if first > self.bits.max_delta() {
+                self.exhausted = true;
+            }
+        }
+        self
+    }
+
     /// How far back the clock may step without holding padding back (see the builder's
     /// `rollback_allowance`).
     pub(crate) fn rollback_allowance(mut self, allowance: Duration) -> Self {

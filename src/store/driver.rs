@@ -72,7 +72,13 @@ pub(crate) struct Driver {
     pub(crate) segment: Opener<dyn SegmentStore>,
     /// The store's own records (its identity and floors), for the data-loss guard.
     pub(crate) records: Opener<dyn RecordSteps>,
+    /// `SELECT MAX(column)` of the place's table (`place.name`), on SQL engines: the
+    /// highest ID an old scheme wrote, for `uidgen migrate plan`.
+    pub(crate) column_max: Option<ColumnMax>,
 }
+
+/// Reads the highest value of a column of the place's table (`None`: the table is empty).
+pub(crate) type ColumnMax = fn(&Place<'_>, &str) -> Result<Option<u64>, StoreError>;
 
 /// The builder surface every engine's stores share, for opening one at a place.
 #[allow(dead_code)] // unused when no engine is built

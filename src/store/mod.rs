@@ -154,7 +154,6 @@ impl std::fmt::Display for StoreKind {
 
 /// Whether `name` can be pasted into SQL as a table name as it is: letters, digits and
 /// `_`, not starting with a digit, at most 64 bytes.
-#[cfg(any(feature = "sqlite", feature = "mysql", feature = "postgres"))]
 pub(crate) fn is_plain_identifier(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64

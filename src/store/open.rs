@@ -70,6 +70,51 @@ impl StoreUrl {
         })
     }
 
+    /// The highest value of `column` in `table` (`schema.table` allowed): the highest ID
+    /// an old scheme wrote, read with `SELECT MAX(column)`, for `uidgen migrate plan`.
+    /// `None` when the table is empty. SQL stores only (SQLite, MySQL/MariaDB,
+    /// PostgreSQL); names must be plain identifiers (letters, digits, `_`), so nothing
+    /// but a name reaches the SQL.
+    pub fn column_max(&self, table: &str, column: &str) -> Result<Option<u64>, StoreError> {
+        let kind = self.kind();
+        let plain = |what: &'static str, name: &str, dotted: bool| {
+            let ok = if dotted {
+                name.split('.').count() <= 2 && name.split('.').all(super::is_plain_identifier)
+            } else {
+                super::is_plain_identifier(name)
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(StoreError::InvalidName {
+                    store: kind.name(),
+                    what,
+                    name: name.to_owned(),
+                    rule: if dotted {
+                        "use letters, digits and _ only, not starting with a digit, at most \
+                         64 (a table may be schema.table)"
+                    } else {
+                        "use letters, digits and _ only, not starting with a digit, at most 64"
+                    },
+                })
+            }
+        };
+        plain("table name", table, true)?;
+        plain("column name", column, false)?;
+        let read = self
+            .driver()?
+            .column_max
+            .ok_or_else(|| StoreError::Unexpected {
+                store: kind.name(),
+                location: self.target.shown(),
+                step: "reading the highest ID",
+                what: "this store keeps no tables: read the highest ID from the old scheme's \
+                   SQL database (sqlite, mysql or postgres URL), or give it as a number"
+                    .into(),
+            })?;
+        read(&self.place(Some(table)), column)
+    }
+
     /// This build's driver of the URL's engine.
     fn driver(&self) -> Result<&'static Driver, StoreError> {
         super::DRIVERS
@@ -163,5 +208,51 @@ impl super::lease::IntoLeaseStore for String {
 impl super::lease::IntoLeaseStore for &String {
     fn into_lease_store(self) -> Result<Box<dyn super::lease::LeaseStore>, StoreError> {
         self.as_str().into_lease_store()
+    }
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use super::StoreUrl;
+
+    #[test]
+    fn the_highest_id_is_read_from_integer_columns_only_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE ids (id INTEGER PRIMARY KEY);
+             INSERT INTO ids VALUES (10), (7623573822388641791);
+             CREATE TABLE words (id TEXT); INSERT INTO words VALUES ('9'), ('7623573822388641791');
+             CREATE TABLE mixed (id); INSERT INTO mixed VALUES (7623573822388641791), ('5');
+             CREATE TABLE floats (id REAL); INSERT INTO floats VALUES (7623573822388641791);
+             CREATE TABLE empty (id INTEGER);",
+        )
+        .unwrap();
+        drop(conn);
+        let url = StoreUrl::parse(path.to_str().unwrap()).unwrap();
+        assert_eq!(
+            url.column_max("ids", "id").unwrap(),
+            Some(7623573822388641791)
+        );
+        assert_eq!(url.column_max("empty", "id").unwrap(), None);
+        for table in ["words", "mixed", "floats"] {
+            let err = url.column_max(table, "id").unwrap_err().to_string();
+            assert!(err.contains("integer column"), "{table}: {err}");
+        }
+        // Read-only: no table of ours in the old file, and no file at a mistyped path.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let tables: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 5);
+        let typo = dir.path().join("olde.db");
+        let url = StoreUrl::parse(typo.to_str().unwrap()).unwrap();
+        assert!(url.column_max("ids", "id").is_err());
+        assert!(!typo.exists());
     }
 }

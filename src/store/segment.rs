@@ -59,6 +59,13 @@ pub trait SegmentStore: Send + Sync + fmt::Debug + 'static {
     /// One tag's row, `None` if it does not exist.
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError>;
 
+    /// The store's identity as this process adopted it (a random number, then when it
+    /// was made), for status pages: `None` before the first call, and for a store outside
+    /// uidgen's data-loss checks (one implemented elsewhere).
+    fn identity(&self) -> Option<String> {
+        None
+    }
+
     /// Every tag, ordered by name.
     fn tags(&self) -> Result<Vec<TagRecord>, StoreError>;
 }
@@ -121,6 +128,9 @@ impl<S: SegmentStore + ?Sized> SegmentStore for $wrapper<S> {
     }
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         (**self).tag(tag)
+    }
+    fn identity(&self) -> Option<String> {
+        (**self).identity()
     }
     fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
         (**self).tags()

@@ -391,6 +391,25 @@ impl WorkerLease {
         &self.inner.bits
     }
 
+    /// How long the lease lasts if no renewal comes: until a tenth of the TTL before the
+    /// store's expiry, when the generator stops; zero once that has passed, or once the
+    /// lease was lost or given up.
+    pub fn expires_in(&self) -> Duration {
+        if self.inner.state.revoked() || self.inner.state.failure().is_some() {
+            return Duration::ZERO;
+        }
+        lock(&self.inner.lapses_at).saturating_duration_since(Instant::now())
+    }
+
+    /// The time mark recorded in the store (Unix ms): the generator starts no tick past
+    /// it before a higher one is recorded. `None` once the lease was lost.
+    pub fn time_mark_ms(&self) -> Option<u64> {
+        match self.inner.state.ceiling() {
+            0 => None,
+            ceiling => Some(mark_of(&self.inner.bits, ceiling)),
+        }
+    }
+
     /// Why no new tick may be started any more, if so (the lease was lost or expired).
     pub fn failure(&self) -> Option<String> {
         self.inner.state.failure()

@@ -106,6 +106,12 @@ impl MarkState {
         *lock(&self.on_revoke) = Some(Box::new(callback));
     }
 
+    /// The highest tick the generator may start now: `u64::MAX` with nothing to record
+    /// first (fixed IDs), 0 once revoked.
+    pub(crate) fn ceiling(&self) -> u64 {
+        self.ceiling.load(Ordering::SeqCst)
+    }
+
     /// The first tick the generator may use.
     pub(crate) fn floor(&self) -> u64 {
         self.floor

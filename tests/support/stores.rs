@@ -310,6 +310,32 @@ impl Drop for Fixture {
 
 /// Runs `body` once per kind of store, each on a fixture of its own; a failure names
 /// the store.
+/// [`for_each_store`], the stores side by side (a thread each): for tests whose time is
+/// the stores' latency. A failure names its store.
+pub fn for_each_store_side_by_side(body: impl Fn(&Fixture) + Sync) {
+    let body = &body;
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = KINDS
+            .into_iter()
+            .map(|kind| {
+                let run = scope.spawn(move || {
+                    let fixture = Fixture::new(kind);
+                    let started = Instant::now();
+                    body(&fixture);
+                    eprintln!("{kind:?}: ok in {:?}", started.elapsed());
+                });
+                (kind, run)
+            })
+            .collect();
+        for (kind, run) in runs {
+            if let Err(panic) = run.join() {
+                eprintln!("failed on the {kind:?} store");
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+}
+
 pub fn for_each_store(body: impl Fn(&Fixture)) {
     for kind in KINDS {
         let fixture = Fixture::new(kind);

@@ -14,7 +14,7 @@ use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
-use uidgen::{ConfigError, IdFormat, LayoutBuilder, Preset, TimeUnit};
+use uidgen::{ConfigError, IdFormat, LayoutBuilder, TimeUnit};
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +55,10 @@ pub(crate) enum Command {
         /// characters, zeros in front), so they sort as the numbers do.
         #[arg(long, value_enum, default_value_t = FormatArg::Decimal, conflicts_with = "json")]
         format: FormatArg,
+        /// Hand out no ID at or below this one (an old scheme's highest ID): refused at
+        /// start when the first ID would be, naming uidgen migrate plan.
+        #[arg(long, value_name = "ID")]
+        id_floor: Option<u64>,
         #[command(flatten)]
         worker: WorkerArgs,
         #[command(flatten)]
@@ -99,6 +103,12 @@ pub(crate) enum Command {
     Store {
         #[command(subcommand)]
         action: StoreAction,
+    },
+    /// Move from another ID scheme: plan a layout (or a segment start) whose every new ID
+    /// sorts above the old scheme's highest, with the proof.
+    Migrate {
+        #[command(subcommand)]
+        action: MigrateAction,
     },
     /// Show a layout, its capacity and when it runs out.
     Layout {
@@ -153,6 +163,10 @@ pub(crate) enum SegmentAction {
         /// Print the generator's figures (ranges, step, runway) to stderr at the end.
         #[arg(long)]
         stats: bool,
+        /// Hand out no ID at or below this one (an old scheme's highest ID): refused at
+        /// start when the first ID would be, naming uidgen migrate plan.
+        #[arg(long, value_name = "ID")]
+        id_floor: Option<u64>,
         #[command(flatten)]
         store: SegmentStoreArgs,
     },
@@ -198,6 +212,10 @@ pub(crate) enum SegmentAction {
         /// Free text stored with the tag.
         #[arg(long, default_value = "")]
         description: String,
+        /// Refuse a start (or an existing tag's next ID) at or below this ID: an old
+        /// scheme's highest (see uidgen migrate plan).
+        #[arg(long, value_name = "ID")]
+        id_floor: Option<u64>,
         /// Create it even below what this store or machine knows it handed out before
         /// (refused by default, naming what was handed out): only when those IDs are gone.
         #[arg(long)]
@@ -205,6 +223,67 @@ pub(crate) enum SegmentAction {
         #[command(flatten)]
         store: SegmentStoreArgs,
     },
+}
+
+/// What `migrate` does.
+#[derive(Subcommand)]
+pub(crate) enum MigrateAction {
+    /// From the old scheme and its highest ID (given, or read with MAX(column) from its
+    /// table), choose a layout and epoch whose every ID from now on is above it (or, where
+    /// nothing fits above, never equal to an old ID), and a segment start; show the proof
+    /// and the flags, config keys and builder calls that apply it.
+    Plan(PlanArgs),
+}
+
+/// `migrate plan`'s options.
+#[derive(Args)]
+pub(crate) struct PlanArgs {
+    /// The old scheme: a preset (uidgenerator, uidgenerator-readme, snowflake or leaf or
+    /// twitter, sonyflake, sonyflake-v2, instagram, default, js-safe), bits as
+    /// TIME/WORKER/SEQ (with --from-unit and --from-epoch), or auto-increment.
+    #[arg(long, value_name = "SCHEME")]
+    pub(crate) from: String,
+    /// The old tick length (s, ms or 10ms; default the preset's, s for bits). Bits
+    /// written by hand put the worker ID above the sequence: for Sonyflake's order give
+    /// --from sonyflake (with --from-epoch for another start time).
+    #[arg(long, value_name = "UNIT", value_parser = parse_unit)]
+    pub(crate) from_unit: Option<TimeUnit>,
+    /// The old epoch (YYYY-MM-DD or RFC 3339; default the preset's, 2026-01-01 for bits).
+    #[arg(long, value_name = "DATE")]
+    pub(crate) from_epoch: Option<String>,
+    /// The highest ID in use. Or read it with --db and --table.
+    #[arg(long, value_name = "ID", conflicts_with = "db")]
+    pub(crate) max_id: Option<u64>,
+    /// The database holding the old IDs: a SQLite file, or a mysql:// (mariadb://) or
+    /// postgres:// URL (the store URLs' forms).
+    #[arg(long, value_name = "URL", requires = "table", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) db: Option<String>,
+    /// The table holding the old IDs (schema.table allowed); repeat for several, the
+    /// highest of all counts.
+    #[arg(long, value_name = "TABLE", requires = "db")]
+    pub(crate) table: Vec<String>,
+    /// The ID column.
+    #[arg(long, value_name = "COLUMN", default_value = "id")]
+    pub(crate) column: String,
+    /// The highest worker ID the old scheme used (for UidGenerator: MAX(ID) of
+    /// WORKER_NODE): proves new IDs apart from old ones where nothing fits above.
+    #[arg(long, value_name = "ID")]
+    pub(crate) old_max_worker: Option<u64>,
+    /// Worker IDs the new generator must hold at once (1 to 2^30).
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub(crate) workers: u64,
+    /// IDs a second each worker must make (1 to 2^40).
+    #[arg(long, default_value_t = 1_000_000, value_name = "IDS")]
+    pub(crate) rate: u64,
+    /// Years the new layout must last from now (1 to 1000).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub(crate) years: u32,
+    /// The tag the segment plan's commands name.
+    #[arg(long, default_value = "TAG")]
+    pub(crate) tag: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// What `store` does.
@@ -389,78 +468,58 @@ fn parse_path(text: &str) -> Result<PathBuf, String> {
 
 #[derive(Args)]
 pub(crate) struct LayoutArgs {
-    /// A preset (default, uidgenerator, uidgenerator-readme, snowflake, instagram, js-safe) or bits
-    /// as TIME/WORKER/SEQ adding up to 63, e.g. 29/21/13.
+    /// A preset (default, uidgenerator, uidgenerator-readme, snowflake or leaf, instagram,
+    /// js-safe, sonyflake, sonyflake-v2) or bits as TIME/WORKER/SEQ adding up to 63, e.g.
+    /// 29/21/13, or TIME/REGION/WORKER/SEQ with --region.
     #[arg(long, default_value = "default")]
     pub(crate) layout: String,
-    /// Tick length: s or ms (default: the preset's; seconds for TIME/WORKER/SEQ).
+    /// Tick length: s, ms or 10ms (default: the preset's; seconds for bits).
     #[arg(long, value_parser = parse_unit)]
     pub(crate) unit: Option<TimeUnit>,
     /// Epoch as a UTC date (YYYY-MM-DD) or RFC 3339 instant (default: the preset's;
-    /// 2026-01-01 for TIME/WORKER/SEQ).
+    /// 2026-01-01 for bits).
     #[arg(long)]
     pub(crate) epoch: Option<String>,
+    /// The region every ID holds, with a TIME/REGION/WORKER/SEQ layout (default 0).
+    #[arg(long, value_name = "N")]
+    pub(crate) region: Option<u64>,
 }
 
 fn parse_unit(s: &str) -> Result<TimeUnit, String> {
-    match s {
-        "s" | "sec" | "seconds" => Ok(TimeUnit::Seconds),
-        "ms" | "millis" | "milliseconds" => Ok(TimeUnit::Milliseconds),
-        _ => Err("expected s or ms".into()),
-    }
+    s.parse().map_err(|_| "expected s, ms or 10ms".to_owned())
 }
 
 impl LayoutArgs {
     pub(crate) fn builder(&self) -> Result<LayoutBuilder, ConfigError> {
-        let mut builder = match parse_bits(&self.layout) {
-            Some(bits) => {
-                let (t, w, s) = bits?;
-                // A split given by hand counts seconds unless --unit says otherwise, as
-                // UidGenerator's splits do.
-                Preset::Default
-                    .builder()
-                    .bits(t, w, s)
-                    .unit(uidgen::TimeUnit::Seconds)
-            }
-            // Our own error, not the library's: it names the option and cuts long input.
-            None => self
-                .layout
-                .parse::<Preset>()
-                .map_err(|_| ConfigError::OutOfRange {
-                    field: "--layout",
-                    value: shorten(&self.layout),
-                    limit: format!(
-                        "one of {}, or bits as TIME/WORKER/SEQ adding up to 63",
-                        Preset::ALL.map(Preset::name).join(", ")
-                    ),
-                })?
-                .builder(),
+        // Our own field name: it names the option.
+        let option = |err: ConfigError| match err {
+            ConfigError::OutOfRange {
+                field,
+                value,
+                limit,
+            } => ConfigError::OutOfRange {
+                field: match field {
+                    "layout" => "--layout",
+                    "region" => "--region",
+                    other => other,
+                },
+                value,
+                limit,
+            },
+            other => other,
         };
+        let mut builder = LayoutBuilder::parse(&self.layout).map_err(option)?;
         if let Some(unit) = self.unit {
             builder = builder.unit(unit);
         }
         if let Some(epoch) = &self.epoch {
             builder = builder.epoch(epoch);
         }
+        if let Some(region) = self.region {
+            builder = builder.region_value(region).map_err(option)?;
+        }
         Ok(builder)
     }
-}
-
-/// `Some` when `text` looks like TIME/WORKER/SEQ.
-fn parse_bits(text: &str) -> Option<Result<(u32, u32, u32), ConfigError>> {
-    let parts: Vec<&str> = text.split('/').collect();
-    if parts.len() != 3 {
-        return None;
-    }
-    let numbers: Result<Vec<u32>, _> = parts.iter().map(|p| p.trim().parse::<u32>()).collect();
-    Some(match numbers {
-        Ok(n) => Ok((n[0], n[1], n[2])),
-        Err(_) => Err(ConfigError::OutOfRange {
-            field: "--layout",
-            value: shorten(text),
-            limit: "TIME/WORKER/SEQ as three whole numbers adding up to 63, or a preset".into(),
-        }),
-    })
 }
 
 /// User input for a message: quoted, and cut short when long.

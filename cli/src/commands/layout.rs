@@ -34,6 +34,9 @@ fn layout_json(bits: &BitsAllocator, now_millis: u64) -> serde_json::Value {
         "max_delta": bits.max_delta(),
         "max_worker_id": bits.max_worker_id(),
         "ids_per_tick": bits.max_sequence() + 1,
+        "region_bits": bits.region_bits(),
+        "region": bits.region(),
+        "sequence_first": bits.sequence_first(),
         "lifetime_years": bits.lifetime().as_millis() as f64 / YEAR_MS,
         "runs_out": bits.format_instant(bits.end_millis()),
         "end_millis": bits.end_millis(),
@@ -46,6 +49,22 @@ fn describe(bits: &BitsAllocator, now_millis: u64) -> String {
     let unit = match bits.unit() {
         TimeUnit::Seconds => "1 s",
         TimeUnit::Milliseconds => "1 ms",
+        TimeUnit::Centiseconds => "10 ms",
+    };
+    let region = if bits.region_bits() > 0 {
+        format!(
+            "region bits    {} (every ID holds region {}, above the worker ID)\n",
+            bits.region_bits(),
+            bits.region()
+        )
+    } else {
+        String::new()
+    };
+    let order = if bits.sequence_first() {
+        "order          sequence above the worker ID (Sonyflake's): read-only, generators \
+         refuse it\n"
+    } else {
+        ""
     };
     let end = bits.end_millis();
     let status = match bits.check_alive_at(now_millis) {
@@ -69,8 +88,10 @@ fn describe(bits: &BitsAllocator, now_millis: u64) -> String {
          sign bit       1 bit, always 0 (IDs are positive as i64)\n\
          {capped}\
          time bits      {} (ticks of {unit}, max delta {})\n\
+         {region}\
          worker bits    {} ({} worker IDs, 0..={})\n\
          sequence bits  {} ({} IDs per tick per worker)\n\
+         {order}\
          lifetime       {:.1} years from the epoch\n\
          runs out       {} UTC ({status})\n",
         bits.time_bits(),

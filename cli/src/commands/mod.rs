@@ -5,6 +5,7 @@
 mod bench;
 mod completions;
 mod layout;
+mod migrate;
 mod next;
 mod parse;
 mod probe;
@@ -35,16 +36,20 @@ pub(crate) fn execute(
             on_rollback,
             json,
             format,
+            id_floor,
             worker,
             layout,
         } => {
             let source = Source::from_args(&worker, env)?;
             let format = (!json).then_some(format.into());
             next::run(
-                count,
-                generator,
-                on_rollback,
-                format,
+                next::Run {
+                    count,
+                    generator,
+                    on_rollback,
+                    format,
+                    id_floor,
+                },
                 &source,
                 &layout,
                 stdout,
@@ -92,6 +97,9 @@ pub(crate) fn execute(
             Ok(crate::SUCCESS)
         }
         Command::Layout { json, layout } => layout::run(json, &layout, stdout),
+        Command::Migrate {
+            action: crate::args::MigrateAction::Plan(args),
+        } => migrate::plan(&args, stdout),
         Command::Bench(args) => {
             // The command line's own checks first: a misplaced option is a usage error.
             if let Some(problem) = args.misplaced_option() {
@@ -143,18 +151,25 @@ fn ring_slots(bits: &BitsAllocator) -> usize {
 }
 
 /// The cached generator on the worker ID taken (its lease, if any, goes with it).
-fn cached_generator(bits: BitsAllocator, taken: Taken) -> Result<CachedUidGenerator, Failure> {
+fn cached_generator(
+    bits: BitsAllocator,
+    taken: Taken,
+    id_floor: Option<u64>,
+) -> Result<CachedUidGenerator, Failure> {
     // Borrowed time is capped as in `uidgen serve`: a run faster than the layout's rate
     // waits for the clock (a tick at most) instead of stamping IDs far in the future,
     // which a store that later lost the mark would expose.
     let tick = std::time::Duration::from_millis(bits.unit().millis());
-    let builder = CachedUidGenerator::builder()
+    let mut builder = CachedUidGenerator::builder()
         .allocator(bits)
         .ring_capacity(ring_slots(&bits))
         .max_time_ahead(MAX_TIME_AHEAD)
         .take_reject_policy(uidgen::TakeRejectPolicy::wait(
             tick + std::time::Duration::from_secs(2),
         ));
+    if let Some(floor) = id_floor {
+        builder = builder.floor(floor);
+    }
     Ok(match taken.lease {
         Some(lease) => builder.lease(lease),
         None => builder.worker_id(taken.worker_id),
@@ -169,10 +184,14 @@ fn default_generator(
     taken: Taken,
     on_rollback: uidgen::RollbackStrategy,
     spares: Vec<Taken>,
+    id_floor: Option<u64>,
 ) -> Result<DefaultUidGenerator, Failure> {
     let mut builder = DefaultUidGenerator::builder()
         .allocator(bits)
         .rollback_strategy(on_rollback);
+    if let Some(floor) = id_floor {
+        builder = builder.floor(floor);
+    }
     builder = match taken.lease {
         Some(lease) => builder.lease(lease),
         None => builder.worker_id(taken.worker_id),

@@ -8,20 +8,44 @@ use crate::SUCCESS;
 use std::io::Write;
 use uidgen::{IdFormat, UidGenerator};
 
+/// What `next` was asked for.
+pub(super) struct Run {
+    pub(super) count: u64,
+    pub(super) generator: GeneratorKind,
+    pub(super) on_rollback: OnRollback,
+    /// `None`: each ID taken apart, as JSON.
+    pub(super) format: Option<IdFormat>,
+    pub(super) id_floor: Option<u64>,
+}
+
 pub(super) fn run(
-    count: u64,
-    generator: GeneratorKind,
-    on_rollback: OnRollback,
-    // `None`: each ID taken apart, as JSON.
-    format: Option<IdFormat>,
+    run: Run,
     source: &Source,
     layout: &LayoutArgs,
     stdout: &mut dyn Write,
 ) -> Result<u8, Failure> {
+    let Run {
+        count,
+        generator,
+        on_rollback,
+        format,
+        id_floor,
+    } = run;
     let bits = layout.builder()?.build()?;
+    if bits.sequence_first() {
+        return Err(uidgen::ConfigError::ReadOnlyLayout {
+            layout: bits.to_string(),
+        }
+        .into());
+    }
     if count == 0 {
-        // Nothing to make: check the settings, take no registry row.
+        // Nothing to make: check the settings, take no registry row. The floor is checked
+        // for the lowest worker ID, whose first ID is the smallest.
         source.check(&bits)?;
+        if let Some(floor) = id_floor {
+            use uidgen::Clock;
+            bits.check_floor_at(floor, 0, uidgen::SystemClock.now_millis())?;
+        }
         return Ok(SUCCESS);
     }
     // The default generator waits at most 1 s for a worker ID's mark; the cached one
@@ -42,9 +66,9 @@ pub(super) fn run(
                     source.take_spares(&bits, n, prefer_within)?,
                 ),
             };
-            Box::new(default_generator(bits, taken, strategy, spares)?)
+            Box::new(default_generator(bits, taken, strategy, spares, id_floor)?)
         }
-        GeneratorKind::Cached => Box::new(cached_generator(bits, taken)?),
+        GeneratorKind::Cached => Box::new(cached_generator(bits, taken, id_floor)?),
     };
     let mut out = Lines::new(stdout);
     let made = write_ids(

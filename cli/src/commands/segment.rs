@@ -30,6 +30,7 @@ pub(super) fn run(
             count,
             stats,
             create_step,
+            id_floor,
             ..
         } => {
             if create_step.is_some() {
@@ -39,7 +40,11 @@ pub(super) fn run(
                      with uidgen segment create --tag TAG --step N [--start FIRST]",
                 ));
             }
-            let generator = SegmentGenerator::builder(store, tag).build()?;
+            let mut builder = SegmentGenerator::builder(store, tag);
+            if let Some(floor) = id_floor {
+                builder = builder.floor(*floor);
+            }
+            let generator = builder.build()?;
             let mut out = Lines::new(stdout);
             let made = write_ids(
                 &mut out,
@@ -171,8 +176,17 @@ pub(super) fn run(
             step,
             start,
             description,
+            id_floor,
             ..
         } => {
+            if let Some(floor) = id_floor.filter(|floor| start <= floor) {
+                return Err(uidgen::ConfigError::BelowFloor {
+                    floor,
+                    first: *start,
+                    why: format!("--start {start} is not above --id-floor {floor}"),
+                }
+                .into());
+            }
             let created = store.create(tag, *start, *step, description)?;
             let mut out = Lines::new(stdout);
             if created {
@@ -182,6 +196,18 @@ pub(super) fn run(
                 ))?;
             } else {
                 let record = store.tag(tag)?;
+                let next = record.as_ref().map_or(0, |r| r.max_id);
+                if let Some(floor) = id_floor.filter(|floor| next <= *floor) {
+                    return Err(uidgen::ConfigError::BelowFloor {
+                        floor,
+                        first: next,
+                        why: format!(
+                            "tag {tag:?} exists already in {} and hands out {next} next",
+                            store.describe()
+                        ),
+                    }
+                    .into());
+                }
                 out.line(format_args!(
                     "tag {tag:?} exists already (left as it is: next ID {}, base step {}), in {}",
                     record.as_ref().map_or(0, |r| r.max_id),

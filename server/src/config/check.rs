@@ -145,7 +145,7 @@ impl Config {
                 return Err(invalid(
                     field,
                     tag.clone(),
-                    "a tag other than @snowflake, @opaque and * (they mean routes or every tag \
+                    "a tag other than @snowflake, @opaque, @status and * (they mean routes or every tag \
                      in token grants)",
                 ));
             }

@@ -72,8 +72,20 @@ pub struct Config {
     /// The store URL (any form `uidgen::StoreUrl` reads); default the embedded SQLite
     /// store that the `uidgen` command uses.
     pub store: Option<String>,
-    /// The snowflake layout's preset name (default `default`).
+    /// The snowflake layout: a preset name (default `default`), `TIME/WORKER/SEQ` or
+    /// `TIME/REGION/WORKER/SEQ`, as `uidgen migrate plan` prints it.
     pub layout: String,
+    /// The layout's tick length (`s`, `ms`, `10ms`; default the preset's, seconds for
+    /// bits).
+    pub unit: Option<String>,
+    /// The layout's epoch (a date or RFC 3339; default the preset's, 2026-01-01 for bits).
+    pub epoch: Option<String>,
+    /// The region every snowflake ID holds, with a `TIME/REGION/WORKER/SEQ` layout.
+    pub region: Option<u64>,
+    /// No ID at or below this is served, snowflake or segment (an old scheme's highest
+    /// ID, from `uidgen migrate plan`): the service refuses to start when its first
+    /// snowflake ID, or a configured tag's next ID, would be at or below it.
+    pub id_floor: Option<u64>,
     /// How long the snowflake generator's worker-ID lease lasts unless renewed (default
     /// 30,000 ms; 1,000 to 3,600,000): a process that dies keeps its worker ID from others
     /// this long, and one paused this long loses it.
@@ -323,6 +335,33 @@ impl Limits {
     }
 }
 
+impl Config {
+    /// The snowflake layout `layout`, `unit`, `epoch` and `region` name, unchecked
+    /// against the clock; an error names the setting.
+    pub fn layout_builder(&self) -> Result<uidgen::LayoutBuilder, ConfigError> {
+        let invalid =
+            |field: &'static str, value: &str, e: uidgen::ConfigError| ConfigError::Invalid {
+                field,
+                value: value.chars().take(40).collect(),
+                limit: e.to_string(),
+            };
+        let mut builder = uidgen::LayoutBuilder::parse(&self.layout)
+            .map_err(|e| invalid("layout", &self.layout, e))?;
+        if let Some(unit) = &self.unit {
+            builder = builder.unit(unit.parse().map_err(|e| invalid("unit", unit, e))?);
+        }
+        if let Some(epoch) = &self.epoch {
+            builder = builder.epoch(epoch);
+        }
+        if let Some(region) = self.region {
+            builder = builder
+                .region_value(region)
+                .map_err(|e| invalid("region", &region.to_string(), e))?;
+        }
+        Ok(builder)
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -330,6 +369,10 @@ impl Default for Config {
             allow_public: false,
             store: None,
             layout: "default".into(),
+            unit: None,
+            epoch: None,
+            region: None,
+            id_floor: None,
             lease_ttl_ms: uidgen::DEFAULT_LEASE_TTL.as_millis() as u64,
             max_time_ahead_ms: 5_000,
             tags: Vec::new(),
@@ -366,6 +409,10 @@ impl std::fmt::Debug for Config {
                 &self.store.as_deref().map(uidgen_store_redacted).as_deref(),
             )
             .field("layout", &self.layout)
+            .field("unit", &self.unit)
+            .field("epoch", &self.epoch)
+            .field("region", &self.region)
+            .field("id_floor", &self.id_floor)
             .field("lease_ttl_ms", &self.lease_ttl_ms)
             .field("max_time_ahead_ms", &self.max_time_ahead_ms)
             .field("tags", &self.tags)

@@ -172,12 +172,63 @@ pub const SETTINGS: &[Setting] = &[
         "layout",
         "UIDGEN_LAYOUT",
         "--layout",
-        "PRESET",
+        "LAYOUT",
         SettingKind::Value,
-        "The snowflake layout, a preset: default, snowflake (Leaf's), uidgenerator-readme, \
-         instagram or js-safe",
+        "The snowflake layout: a preset (default, snowflake or leaf, uidgenerator-readme, \
+         instagram, js-safe), TIME/WORKER/SEQ or TIME/REGION/WORKER/SEQ, as uidgen migrate \
+         plan prints it",
         |c, _, v| {
             c.layout = one(v).to_owned();
+            Ok(())
+        },
+    ),
+    setting(
+        "unit",
+        "UIDGEN_UNIT",
+        "--unit",
+        "UNIT",
+        SettingKind::Value,
+        "The layout's tick length: s, ms or 10ms (default: the preset's; seconds for bits)",
+        |c, _, v| {
+            c.unit = Some(one(v).to_owned());
+            Ok(())
+        },
+    ),
+    setting(
+        "epoch",
+        "UIDGEN_EPOCH",
+        "--epoch",
+        "DATE",
+        SettingKind::Value,
+        "The layout's epoch, a UTC date or RFC 3339 instant (default: the preset's; \
+         2026-01-01 for bits)",
+        |c, _, v| {
+            c.epoch = Some(one(v).to_owned());
+            Ok(())
+        },
+    ),
+    setting(
+        "region",
+        "UIDGEN_REGION",
+        "--region",
+        "N",
+        SettingKind::Value,
+        "The region every snowflake ID holds, with a TIME/REGION/WORKER/SEQ layout",
+        |c, name, v| {
+            c.region = Some(number(name, v)?);
+            Ok(())
+        },
+    ),
+    setting(
+        "id_floor",
+        "UIDGEN_ID_FLOOR",
+        "--id-floor",
+        "ID",
+        SettingKind::Value,
+        "Serve no ID at or below this one, snowflake or segment (an old scheme's highest, \
+         from uidgen migrate plan): the start is refused when the first would be",
+        |c, name, v| {
+            c.id_floor = Some(number(name, v)?);
             Ok(())
         },
     ),

@@ -53,6 +53,9 @@ pub(super) fn build_snowflake(
         );
     }
     let mut builder = CachedUidGenerator::builder().allocator(bits).lease(lease);
+    if let Some(floor) = config.id_floor {
+        builder = builder.floor(floor);
+    }
     if config.max_time_ahead_ms > 0 {
         builder = builder.max_time_ahead(Duration::from_millis(config.max_time_ahead_ms));
     }
@@ -64,8 +67,12 @@ pub(super) fn build_segment(
     store: Arc<dyn SegmentStore>,
     tag: &str,
     create: Option<(u64, u64)>,
+    floor: Option<u64>,
 ) -> Result<SegmentGenerator, SegmentError> {
     let mut builder = SegmentGenerator::builder(store, tag);
+    if let Some(floor) = floor {
+        builder = builder.floor(floor);
+    }
     if let Some((first_id, step)) = create {
         builder = builder.create_missing(first_id, step);
     }
@@ -102,9 +109,13 @@ pub(super) fn build_residue(
     tag: &crate::config::ResidueTag,
     step: u64,
     create_at: Option<u64>,
+    floor: Option<u64>,
 ) -> Result<ResidueSegmentGenerator, SegmentError> {
     let (modulus, remainders) = tag.classes();
     let mut builder = ResidueSegmentGenerator::builder(&tag.tag, modulus).step(step);
+    if let Some(floor) = floor {
+        builder = builder.floor(floor);
+    }
     if let Some(first_id) = create_at {
         builder = builder.create_missing(first_id);
     }

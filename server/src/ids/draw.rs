@@ -197,7 +197,16 @@ impl Ids {
         self.metrics
             .store_call("range", started.elapsed(), result.is_ok());
         match result {
-            Ok(end) => Ok(end - count),
+            // A range below the floor is taken from the store but never handed out.
+            Ok(end) => match self.config.id_floor.filter(|floor| end - count <= *floor) {
+                Some(floor) => Err(ApiError::unavailable(format!(
+                    "tag {} hands out {} next, not above the ID floor {floor}: create the tag \
+                     above the floor (see uidgen migrate plan)",
+                    shown_tag(tag),
+                    end - count
+                ))),
+                None => Ok(end - count),
+            },
             Err(StoreError::MissingTag { .. }) => Err(ApiError::unknown_tag(tag)),
             Err(StoreError::InvalidSegment { problem, .. }) => Err(ApiError::bad_request(
                 format!(
@@ -284,8 +293,9 @@ impl Ids {
         }
         let started = Instant::now();
         let (store, owned) = (Arc::clone(&self.store), tag.to_owned());
+        let floor = self.config.id_floor;
         // A request never creates a tag: a missing one is 404.
-        let result = tokio::task::spawn_blocking(move || build_segment(store, &owned, None))
+        let result = tokio::task::spawn_blocking(move || build_segment(store, &owned, None, floor))
             .await
             .map_err(|_| ApiError::unavailable("setting up the tag panicked"))?;
         self.metrics

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use uidgen::{
-    BitsAllocator, CachedUidGenerator, PeriodSegmentGenerator, Preset, ResidueSegmentGenerator,
+    BitsAllocator, CachedUidGenerator, PeriodSegmentGenerator, ResidueSegmentGenerator,
     SegmentGenerator, SegmentStore, StoreUrl, UidGenerator,
 };
 
@@ -18,8 +18,12 @@ mod build;
 mod draw;
 mod error;
 mod ready;
+mod status;
 
 pub use error::StartError;
+#[cfg(test)]
+pub(crate) use status::{LeaseStatus, SnowflakeStatus, SourceStatus, StoreStatus, TagStatus};
+pub(crate) use status::{RangeStatus, Status};
 
 use build::{build_period, build_residue, build_segment, build_snowflake};
 /// The most segment tags one service serves at once (each holds a generator).
@@ -75,6 +79,14 @@ pub struct Ids {
     pub(crate) batches: Option<crate::batch_pool::BatchPool>,
     /// When the store last answered, in ms since `started` (0: never).
     store_ok_at: AtomicU64,
+    /// How long the last store probe took, in µs.
+    store_latency_us: AtomicU64,
+    /// When the probe in flight began (Unix ms; 0: none in flight): a silent store holds
+    /// one for the store's step bound.
+    probe_started_ms: AtomicU64,
+    /// When the first failing probe since the store last answered began (Unix ms; 0: it
+    /// answers), written once so that every reader sees the same time.
+    store_failing_since_ms: AtomicU64,
     started: Instant,
     store_error: RwLock<Option<String>>,
     shutting_down: std::sync::atomic::AtomicBool,
@@ -100,14 +112,7 @@ impl Ids {
             None => StoreUrl::embedded()?,
         }
         .timeout(STORE_TIMEOUT);
-        let preset: Preset = config.layout.parse().map_err(|e: uidgen::ConfigError| {
-            crate::config::ConfigError::Invalid {
-                field: "layout",
-                value: config.layout.chars().take(40).collect(),
-                limit: e.to_string(),
-            }
-        })?;
-        let bits = BitsAllocator::preset(preset)?;
+        let bits = config.layout_builder()?.build()?;
         let snowflake = build_snowflake(&url, bits, &config)?;
         let store: Arc<dyn SegmentStore> = Arc::from(url.segment_store()?);
         let mut ids = Self {
@@ -139,6 +144,9 @@ impl Ids {
                 .transpose()
                 .map_err(StartError::Threads)?,
             store_ok_at: AtomicU64::new(0),
+            store_latency_us: AtomicU64::new(0),
+            probe_started_ms: AtomicU64::new(0),
+            store_failing_since_ms: AtomicU64::new(0),
             started: Instant::now(),
             store_error: RwLock::new(None),
             shutting_down: false.into(),
@@ -148,8 +156,9 @@ impl Ids {
             .config
             .tag_start
             .map(|start| (start, ids.config.tag_step));
+        let floor = ids.config.id_floor;
         for tag in ids.config.tags.clone() {
-            let generator = build_segment(Arc::clone(&ids.store), &tag, create)
+            let generator = build_segment(Arc::clone(&ids.store), &tag, create, floor)
                 .map_err(|source| StartError::tag(&tag, false, source))?;
             write(&ids.segments).insert(tag, Arc::new(generator));
         }
@@ -162,8 +171,13 @@ impl Ids {
             ids.periods.insert(period_tag.tag, Arc::new(generator));
         }
         for residue_tag in ids.config.residue_tags.clone() {
-            let generator = build_residue(&residue_tag, ids.config.tag_step, ids.config.tag_start)
-                .map_err(|source| StartError::tag(&residue_tag.tag, true, source))?;
+            let generator = build_residue(
+                &residue_tag,
+                ids.config.tag_step,
+                ids.config.tag_start,
+                ids.config.id_floor,
+            )
+            .map_err(|source| StartError::tag(&residue_tag.tag, true, source))?;
             ids.residues.insert(residue_tag.tag, Arc::new(generator));
         }
         ids.probe_store();

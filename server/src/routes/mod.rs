@@ -7,6 +7,7 @@ mod native;
 mod openapi;
 mod ops;
 mod schema;
+mod status;
 mod tinyid;
 
 use crate::config::Limits;
@@ -129,6 +130,8 @@ fn handler(route: Route, limits: &Limits) -> MethodRouter<Arc<Ids>> {
         Route::Readyz => get(ops::readyz),
         Route::Metrics => get(ops::metrics),
         Route::OpenApi => get(openapi::document),
+        Route::Status => get(status::page),
+        Route::StatusJson => get(status::json),
     }
 }
 

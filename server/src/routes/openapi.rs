@@ -3,7 +3,7 @@
 //! repository as `server/openapi.json` (a test fails when the two differ).
 
 use super::schema::{Accept, Format, IdForm};
-use super::{json, native, ops};
+use super::{json, native, ops, status};
 use axum::http::StatusCode;
 use axum::response::Response;
 use std::sync::LazyLock;
@@ -29,6 +29,8 @@ use utoipa::{Modify, OpenApi};
         ops::healthz,
         ops::readyz,
         ops::metrics,
+        status::page,
+        status::json,
         document,
     ),
     components(schemas(Format, IdForm, Accept)),
@@ -36,7 +38,7 @@ use utoipa::{Modify, OpenApi};
     tags(
         (name = "ids", description = "IDs handed out"),
         (name = "decoding", description = "What an ID holds"),
-        (name = "operations", description = "Health, readiness, metrics and this document"),
+        (name = "operations", description = "Health, readiness, metrics, the status page and this document"),
     )
 )]
 struct Document;
@@ -55,6 +57,18 @@ impl Modify for Bearer {
                     .description(Some(
                         "Needed when the service has tokens (UIDGEN_TOKENS or tokens_file): \
                          a token granted the tag, `@snowflake`, `@opaque` or `*`",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "basic",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Basic)
+                    .description(Some(
+                        "The status routes only, for browsers: any user name, a token granted \
+                         `@status` or `*` as the password",
                     ))
                     .build(),
             ),

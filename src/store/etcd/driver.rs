@@ -21,4 +21,5 @@ pub(crate) const DRIVER: Driver = Driver {
         }
         Ok(Box::new(EtcdRecords { conn }))
     },
+    column_max: None,
 };

@@ -339,9 +339,14 @@ impl Shared {
         }
     }
 
+    /// The identity this process adopted, if it has one.
+    pub(crate) fn identity(&self) -> Option<String> {
+        lock(&self.state).identity.clone()
+    }
+
     /// How long ago the identity this process adopted was made, if it has one.
     pub(crate) fn identity_age(&self) -> Option<Duration> {
-        let identity = lock(&self.state).identity.clone()?;
+        let identity = self.identity()?;
         let made: u64 = identity.split_whitespace().nth(1)?.parse().ok()?;
         Some(Duration::from_millis(now_ms().saturating_sub(made)))
     }

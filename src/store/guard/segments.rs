@@ -61,6 +61,10 @@ impl SegmentStore for GuardedSegments {
         self.inner.kind()
     }
 
+    fn identity(&self) -> Option<String> {
+        self.shared.identity()
+    }
+
     fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
         let floor_record = floor_name(&self.scope, tag);
         let read = self.shared.check(&[&floor_record])?;

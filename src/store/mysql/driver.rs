@@ -3,6 +3,7 @@
 use super::{MySqlConn, MySqlLeaseStore, MySqlSegmentStore};
 use crate::store::driver::{lease_at, segment_at, Driver};
 use crate::store::sql::records::{records_over, MYSQL_RECORDS_SCHEMA, RECORDS_TABLE};
+use crate::store::sql::{column_max, NO_DDL};
 use crate::store::StoreKind;
 
 const KIND: StoreKind = StoreKind::MySql;
@@ -19,4 +20,11 @@ pub(crate) const DRIVER: Driver = Driver {
         }
         Ok(records_over(conn))
     },
+    column_max: Some(|place, column| {
+        let mut conn = MySqlConn::new(place.url(KIND)?, NO_DDL, "migrate")?;
+        if let Some(timeout) = place.timeout {
+            conn = conn.with_timeout(timeout);
+        }
+        column_max(&conn, place.name.unwrap_or_default(), column)
+    }),
 };

@@ -327,8 +327,12 @@ fn column(row: &tokio_postgres::Row, index: usize) -> Result<Value, tokio_postgr
         row.try_get::<_, Option<i16>>(index)?
             .map_or(Value::Null, |n| Value::Int(n.into()))
     } else {
-        row.try_get::<_, Option<String>>(index)?
-            .map_or(Value::Null, Value::Text)
+        match row.try_get::<_, Option<String>>(index) {
+            Ok(text) => text.map_or(Value::Null, Value::Text),
+            // A type without a text form here (a float, a numeric) is in no column the
+            // steps read; the highest-ID reader takes it as no integer (its COUNT says).
+            Err(_) => Value::Null,
+        }
     })
 }
 

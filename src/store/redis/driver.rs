@@ -21,4 +21,5 @@ pub(crate) const DRIVER: Driver = Driver {
         }
         Ok(Box::new(RedisRecords { conn }))
     },
+    column_max: None,
 };

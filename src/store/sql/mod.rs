@@ -80,6 +80,74 @@ pub(crate) trait SqlConn: Send + Sync + 'static {
     }
 }
 
+/// The reader's connection runs this instead of a table's DDL: it creates nothing.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+pub(crate) const NO_DDL: &str = "SELECT 1";
+
+/// `SELECT MAX(column), COUNT(column) FROM table` on `conn`, read by
+/// [`checked_max`]. Both names were checked to be plain identifiers (`schema.table`
+/// allowed), so they are pasted as they are.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+pub(crate) fn column_max(
+    conn: &dyn SqlConn,
+    table: &str,
+    column: &str,
+) -> Result<Option<u64>, StoreError> {
+    let step = "reading the highest ID";
+    let sql = format!("SELECT MAX({column}), COUNT({column}) FROM {table}");
+    let done = conn.exec(step, &sql, &[])?;
+    let row = done.rows.first();
+    let max = match row.and_then(|row| row.first()) {
+        None | Some(Value::Null) => MaxValue::Null,
+        Some(Value::Int(max)) => MaxValue::Int(*max),
+        Some(Value::Text(_)) => MaxValue::Other("text"),
+    };
+    let count = match row.and_then(|row| row.get(1)) {
+        Some(Value::Int(count)) => *count,
+        _ => 0,
+    };
+    checked_max(max, count, column, table).map_err(|what| StoreError::Unexpected {
+        store: conn.name(),
+        location: conn.location(),
+        step,
+        what,
+    })
+}
+
+/// A column's maximum as the engine gave it.
+pub(crate) enum MaxValue {
+    Null,
+    Int(i64),
+    /// Text, a float, bytes: not an ID column.
+    Other(&'static str),
+}
+
+/// The highest ID of a column whose `COUNT` is `count`: `None` only for a column with no
+/// value. A maximum that is not an integer (a text column sorts `'9'` above
+/// `'10'`; a float has lost digits), or that is negative, is an error: a floor read
+/// wrong would let new IDs repeat old ones.
+pub(crate) fn checked_max(
+    max: MaxValue,
+    count: i64,
+    column: &str,
+    table: &str,
+) -> Result<Option<u64>, String> {
+    let not_ids = |what: &str| {
+        format!(
+            "MAX({column}) of {table} is {what}: the highest ID must be read from an integer \
+             column (BIGINT); give it with --max-id if the IDs are kept otherwise"
+        )
+    };
+    match max {
+        MaxValue::Null if count == 0 => Ok(None),
+        MaxValue::Null => Err(not_ids("not an integer")),
+        MaxValue::Int(max) => u64::try_from(max)
+            .map(Some)
+            .map_err(|_| not_ids(&format!("{max}, negative"))),
+        MaxValue::Other(kind) => Err(not_ids(&format!("a {kind} value"))),
+    }
+}
+
 /// One table on one engine's connection: the lease steps (`WORKER_LEASE`) or the segment
 /// counters (`leaf_alloc`) of a store, by which trait it is used through.
 #[derive(Clone)]

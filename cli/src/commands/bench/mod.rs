@@ -116,7 +116,9 @@ pub(crate) fn run(
             report
         }
         Supply::Cached(source) => {
-            let all = time_based(args, &source, generators, cached_generator)?;
+            let all = time_based(args, &source, generators, |bits, taken| {
+                cached_generator(bits, taken, None)
+            })?;
             measure("cached", &Generators::cached(&all))
         }
         Supply::FetchAdd => {
@@ -128,7 +130,13 @@ pub(crate) fn run(
         }
         Supply::Default(source) => {
             let all = time_based(args, &source, generators, |bits, taken| {
-                default_generator(bits, taken, uidgen::RollbackStrategy::Fail, Vec::new())
+                default_generator(
+                    bits,
+                    taken,
+                    uidgen::RollbackStrategy::Fail,
+                    Vec::new(),
+                    None,
+                )
             })?;
             measure("default", &Generators::without_ring(&all))
         }

@@ -104,8 +104,10 @@ pub(crate) fn run(
         (None, "uidgen-ring") => {
             let source = Source::from_args(&args.worker, env)?;
             Box::new(move || {
-                let all =
-                    time_based(args, &source, 1, super::super::cached_generator).map_err(words)?;
+                let all = time_based(args, &source, 1, |bits, taken| {
+                    super::super::cached_generator(bits, taken, None)
+                })
+                .map_err(words)?;
                 Ok(Box::new(Generator(Arc::new(all))) as Box<dyn Scheme>)
             })
         }
