@@ -91,11 +91,11 @@ fn a_bad_period_tag_is_refused_before_start() {
         ),
         (
             "[[period_tags]]\ntag = \"@snowflake\"",
-            "a tag other than @snowflake, @opaque and *",
+            "a tag other than @snowflake, @opaque, @status and *",
         ),
         (
             "[[residue_tags]]\ntag = \"*\"\nstores = [\"a\", \"b\"]",
-            "a tag other than @snowflake, @opaque and *",
+            "a tag other than @snowflake, @opaque, @status and *",
         ),
         (
             "[[period_tags]]\ntag = \"r\"\n[[period_tags]]\ntag = \"r\"\nperiod = \"month\"",
@@ -383,16 +383,27 @@ fn timed_get(addr: std::net::SocketAddr, path: &str) -> (std::time::Duration, St
 }
 
 /// Large opaque batches are made off the request threads: with ten 100,000-ID opaque
-/// requests in flight, a probe and a single-ID route still answer within 50 ms.
+/// requests in flight, probes and single-ID routes keep answering. The bound is a ratio
+/// in the same run, not a fixed time: the slowest probe against the quickest batch. Made
+/// on the request threads (the mutant this catches), a probe waits for a batch to end.
 #[test]
 fn opaque_batches_in_flight_never_hold_up_probes_or_single_ids() {
     let keys = format!("7:{KEY_HEX}");
-    let server = TestServer::start(&[("UIDGEN_OPAQUE_KEYS", &keys)]);
+    // The batches share two cores with the rest of a CI run: no 408 from the default
+    // 5 s, which is not what is tested here.
+    let server = TestServer::start(&[
+        ("UIDGEN_OPAQUE_KEYS", &keys),
+        ("UIDGEN_REQUEST_TIMEOUT_MS", "600000"),
+    ]);
     let url = server.url("/v1/snowflake?count=100000&format=opaque");
     let batches: Vec<_> = (0..10)
         .map(|_| {
             let url = url.clone();
-            std::thread::spawn(move || curl(&[&url]))
+            std::thread::spawn(move || {
+                let started = std::time::Instant::now();
+                let answer = curl(&["--max-time", "300", &url]);
+                (started.elapsed(), answer)
+            })
         })
         .collect();
     // Once the batches are being made (the first answers take far longer than this),
@@ -407,21 +418,24 @@ fn opaque_batches_in_flight_never_hold_up_probes_or_single_ids() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let mut quickest = std::time::Duration::MAX;
     for batch in batches {
-        let answer = batch.join().unwrap();
+        let (took, answer) = batch.join().unwrap();
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert_eq!(json(&answer.body)["count"], 100_000);
+        quickest = quickest.min(took);
     }
-    let slowest = timed.iter().max_by_key(|(_, took)| *took).unwrap();
-    assert!(
-        slowest.1 < std::time::Duration::from_millis(50),
-        "{} took {:?} with opaque batches in flight ({} timed)",
-        slowest.0,
-        slowest.1,
-        timed.len()
-    );
     assert!(
         timed.len() >= 6,
         "the batches ended before probes could run: {timed:?}"
+    );
+    let slowest = timed.iter().max_by_key(|(_, took)| *took).unwrap();
+    assert!(
+        slowest.1 * 4 < quickest,
+        "{} took {:?} with opaque batches in flight, over a quarter of the quickest \
+         batch's {quickest:?} ({} timed)",
+        slowest.0,
+        slowest.1,
+        timed.len()
     );
 }

@@ -14,13 +14,18 @@ const REFUSING: u8 = 1;
 /// (or a black-holed route), which a client notices only by its own timeouts.
 const SILENT: u8 = 2;
 
+type Open = Arc<Mutex<Vec<(u64, TcpStream)>>>;
+
 /// A TCP relay to a server that can be cut (every connection closed, new ones refused),
 /// silenced (connections held open but nothing forwarded) and restored: a store that
 /// dies, or hangs, mid-run and comes back.
 pub struct Relay {
     pub addr: std::net::SocketAddr,
     mode: Arc<AtomicU8>,
-    open: Arc<Mutex<Vec<TcpStream>>>,
+    /// Every open connection's streams, by connection number: closed by a cut and
+    /// forgotten when the connection ends (a client that reconnects for minutes must not
+    /// run the test process out of file descriptors).
+    open: Open,
     /// Where new connections go: moved by [`Relay::point_to`] (a failover).
     upstream: Arc<Mutex<std::net::SocketAddr>>,
 }
@@ -48,12 +53,12 @@ impl Relay {
             relay.upstream.clone(),
         );
         std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
+            for (number, client) in (0u64..).zip(listener.incoming().flatten()) {
                 match mode.load(Ordering::SeqCst) {
                     REFUSING => continue, // dropped: refused
                     SILENT => {
                         // Held open, never answered.
-                        open.lock().unwrap().push(client);
+                        open.lock().unwrap().push((number, client));
                         continue;
                     }
                     _ => {}
@@ -62,16 +67,25 @@ impl Relay {
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
-                let mut open = open.lock().unwrap();
-                for (from, to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
-                ] {
-                    let mode = mode.clone();
-                    std::thread::spawn(move || forward(from, to, &mode));
+                // Out of descriptors, the connection is dropped as a refused one.
+                let (Ok(c1), Ok(s1), Ok(s2), Ok(c2)) = (
+                    client.try_clone(),
+                    server.try_clone(),
+                    server.try_clone(),
+                    client.try_clone(),
+                ) else {
+                    continue;
+                };
+                let mut held = open.lock().unwrap();
+                for (from, to) in [(c1, s1), (s2, c2)] {
+                    let (mode, open) = (mode.clone(), open.clone());
+                    std::thread::spawn(move || {
+                        forward(from, to, &mode);
+                        open.lock().unwrap().retain(|(n, _)| *n != number);
+                    });
                 }
-                open.push(client);
-                open.push(server);
+                held.push((number, client));
+                held.push((number, server));
             }
         });
         relay
@@ -80,7 +94,7 @@ impl Relay {
     /// Closes every connection and refuses new ones.
     pub fn cut(&self) {
         self.mode.store(REFUSING, Ordering::SeqCst);
-        for stream in self.open.lock().unwrap().drain(..) {
+        for (_, stream) in self.open.lock().unwrap().drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
@@ -98,7 +112,7 @@ impl Relay {
     /// one address (a virtual IP, a DNS name, a proxy).
     pub fn point_to(&self, upstream: std::net::SocketAddr) {
         *self.upstream.lock().unwrap() = upstream;
-        for stream in self.open.lock().unwrap().drain(..) {
+        for (_, stream) in self.open.lock().unwrap().drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
