@@ -112,18 +112,20 @@ fn a_mark_a_few_hundred_ms_ahead_is_waited_for_every_round() {
     );
 }
 
-/// 64 IDs a millisecond: 200,000 IDs fill about 3.1 s of ticks, past the default
-/// generator's 1 s wait: it fails at once, naming the mark, until the clock passes it.
+/// 16 IDs a millisecond: 64,000 IDs fill 4 s of ticks, past the default generator's 1 s
+/// wait: it fails at once, naming the mark, until the clock passes it. (At 64/ms, the
+/// 3.1 s of ticks of 200,000 IDs left only 1.3 s of lead after a loaded CI machine's
+/// debug build had printed them.)
 #[test]
 fn a_mark_seconds_ahead_is_an_error_naming_it_until_the_clock_passes_it() {
-    let layout = ["--layout", "47/10/6", "--unit", "ms"];
+    let layout = ["--layout", "47/12/4", "--unit", "ms"];
     let bits = BitsAllocator::builder()
-        .bits(47, 10, 6)
+        .bits(47, 12, 4)
         .unit(uidgen::TimeUnit::Milliseconds)
         .epoch("2026-01-01")
         .build()
         .unwrap();
-    let (first, second, lead) = cached_then_default("11", "200000", &layout, &bits);
+    let (first, second, lead) = cached_then_default("11", "64000", &layout, &bits);
     assert!(lead > 1_500, "the mark was only {lead} ms ahead");
     assert!(
         !assert_above_or_names_the_mark(&first, &second, "11"),

@@ -11,6 +11,9 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 use uidgen::{BitsAllocator, SegmentGenerator, SegmentStore, TagRecord};
 
+/// How long `segment next` waits for a range before failing, naming why.
+const SLOW_STORE_WAIT: Duration = Duration::from_secs(10);
+
 /// Runs `action` on the counters in `store` (`--store`, else the embedded one).
 pub(super) fn run(
     action: &SegmentAction,
@@ -40,7 +43,11 @@ pub(super) fn run(
                      with uidgen segment create --tag TAG --step N [--start FIRST]",
                 ));
             }
-            let mut builder = SegmentGenerator::builder(store, tag);
+            // A one-shot command waits out a slow store (each call bounded by the store's
+            // own timeout, 5 s by default) rather than failing after the library's 1 s,
+            // which suits a service's hot path.
+            let mut builder = SegmentGenerator::builder(store, tag)
+                .take_reject_policy(uidgen::TakeRejectPolicy::wait(SLOW_STORE_WAIT));
             if let Some(floor) = id_floor {
                 builder = builder.floor(*floor);
             }
