@@ -211,7 +211,7 @@ pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use wait::{RejectedTake, TakeDecision, TakeRejectPolicy};
 pub use worker::{
     holder_identity, FixedWorkerId, PodOrdinal, WorkerAssignment, WorkerIdAssigner, WorkerIdError,
-    WorkerIdUsage, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
+    WorkerIdRange, WorkerIdUsage, WorkerLease, WorkerLeaseBuilder, DEFAULT_LEASE_TTL,
     MIN_ROW_PER_LAUNCH_WORKER_BITS,
 };
 #[cfg(feature = "sqlite")]

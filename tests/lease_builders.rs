@@ -389,3 +389,50 @@ fn a_pod_ordinal_is_a_fixed_worker_id_through_the_time_mark() {
         );
     }
 }
+
+/// A store of the user's own that ignores `LeaseRequest::min_worker_id` (written before
+/// ranges existed) offers worker ID 0 to a lease limited to 8-9: the lease refuses it,
+/// saying so, and gives it back rather than making IDs another region may make.
+#[test]
+fn a_custom_store_that_ignores_the_range_is_refused_and_its_offer_given_back() {
+    use std::time::Duration;
+    use uidgen::{Acquired, LeaseRequest, StoreError, WorkerIdRange, WorkerLease};
+
+    #[derive(Debug, Default)]
+    struct Careless {
+        released: Arc<Mutex<Vec<u64>>>,
+    }
+    impl LeaseStore for Careless {
+        fn describe(&self) -> String {
+            "a careless store".into()
+        }
+        fn acquire(&self, _: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
+            Ok(Acquired::Granted {
+                worker_id: 0,
+                mark_ms: 0,
+            })
+        }
+        fn renew(&self, _: u64, _: &str, _: Duration, _: u64) -> Result<bool, StoreError> {
+            Ok(true)
+        }
+        fn release(&self, worker_id: u64, _: &str, _: u64) -> Result<bool, StoreError> {
+            self.released.lock().unwrap().push(worker_id);
+            Ok(true)
+        }
+        fn leases(&self) -> Result<Vec<uidgen::LeaseRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+    let store = Careless::default();
+    let released = Arc::clone(&store.released);
+    let err = WorkerLease::builder(store)
+        .worker_ids(WorkerIdRange::new(8, 9).unwrap())
+        .acquire(&BitsAllocator::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("granted worker ID 0, outside the range 8-9"),
+        "{err}"
+    );
+    assert_eq!(*released.lock().unwrap(), [0]);
+}

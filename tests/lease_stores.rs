@@ -217,6 +217,68 @@ fn exhausted_when_every_id_up_to_the_max_is_live() {
     });
 }
 
+/// Two deployments on one store with the ranges 0-2 and 5-6 (two regions sharing a
+/// store, or each with its own: the range alone keeps them apart): each takes only its
+/// own, the lowest free of its range first (a gap below the range is not taken, nor a
+/// free row below it), is exhausted when its range is, and reuses its range's released
+/// IDs. Through `WorkerLease`, as users set it.
+#[test]
+fn a_worker_id_range_is_kept_to_on_every_store() {
+    for_each_store(|fixture| {
+        let store = fixture.lease_store();
+        let bits = BitsAllocator::default();
+        let range = |text: &str| text.parse::<uidgen::WorkerIdRange>().unwrap();
+        let lease = |holder: &str, ids: &str| {
+            WorkerLease::builder(store.clone())
+                .holder(holder)
+                .worker_ids(range(ids))
+                .acquire(&bits)
+        };
+        let mut held = Vec::new();
+        // A row at 0 given back, so a free row lies below the second range.
+        let first = lease("a0", "0-2").unwrap();
+        assert_eq!(first.worker_id(), 0);
+        drop(first);
+        for (holder, expected) in [("b0", 5), ("b1", 6)] {
+            let taken = lease(holder, "5-6").unwrap();
+            assert_eq!(taken.worker_id(), expected, "{}", store.describe());
+            held.push(taken);
+        }
+        let err = lease("b2", "5-6").unwrap_err().to_string();
+        assert!(
+            err.contains("in the range 5-6") && err.contains("all 2 are leased"),
+            "{err}"
+        );
+        for (holder, expected) in [("a1", 0), ("a2", 1), ("a3", 2)] {
+            let taken = lease(holder, "0-2").unwrap();
+            assert_eq!(taken.worker_id(), expected, "{}", store.describe());
+            held.push(taken);
+        }
+        assert!(lease("a4", "0-2").is_err(), "0-2 is used up");
+        // Worker ID 6 given back: the range's next taker gets it.
+        let six = held.remove(1);
+        assert_eq!(six.worker_id(), 6);
+        drop(six);
+        let again = lease("b3", "5-6").unwrap();
+        assert_eq!(again.worker_id(), 6);
+        // One asked for by hand must be in the range; one past the layout is refused.
+        let err = WorkerLease::builder(store.clone())
+            .worker_ids(range("5-6"))
+            .acquire_id(&bits, 3)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("range 5-6"), "{err}");
+        let err = lease("c", &format!("0-{}", bits.max_worker_id() + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("worker_ids"), "{err}");
+        assert!(
+            store.leases().unwrap().iter().all(|l| l.worker_id <= 6),
+            "nothing was taken past the ranges"
+        );
+    });
+}
+
 /// 2,000 cycles, well past the 1,024 worker IDs: a cycle that kept anything (a row, a
 /// worker ID) would run out, and each cycle must reuse worker ID 0 above the last one's
 /// mark. One round trip per step (two or three for a SQL acquire), so the time is the

@@ -32,6 +32,8 @@ pub(crate) enum Source {
         worker_id: Option<u64>,
         /// `--lease-ttl`, else the library's default.
         ttl: Option<Duration>,
+        /// `--worker-ids`, else every worker ID the layout holds.
+        range: Option<uidgen::WorkerIdRange>,
     },
     /// UidGenerator's WORKER_NODE: a new row, and worker ID, per launch.
     MySql {
@@ -123,11 +125,19 @@ impl Source {
                     )));
                 }
             }
-        } else if args.lease_ttl.is_some() {
-            return Err(Failure::msg(
-                "--lease-ttl applies only to leases, and --mysql-url (or UIDGEN_MYSQL_URL) \
-                 chooses UidGenerator's WORKER_NODE registry, which has none; leave one out",
-            ));
+        } else {
+            for (set, option) in [
+                (args.lease_ttl.is_some(), "--lease-ttl"),
+                (args.worker_ids.is_some(), "--worker-ids"),
+            ] {
+                if set {
+                    return Err(Failure::msg(format!(
+                        "{option} applies only to leases, and --mysql-url (or \
+                         UIDGEN_MYSQL_URL) chooses UidGenerator's WORKER_NODE registry, which \
+                         has none; leave one out"
+                    )));
+                }
+            }
         }
         Ok(match (mysql, &args.store) {
             (Some((url, _)), _) => Source::MySql {
@@ -139,11 +149,13 @@ impl Source {
                 store: StoreChoice::Url(url.clone()),
                 worker_id: args.worker_id,
                 ttl: args.lease_ttl,
+                range: args.worker_ids,
             },
             (None, None) => Source::Lease {
                 store: StoreChoice::Embedded(db.map(|d| d.0)),
                 worker_id: args.worker_id,
                 ttl: args.lease_ttl,
+                range: args.worker_ids,
             },
         })
     }
@@ -163,13 +175,22 @@ impl Source {
     pub(crate) fn check(&self, bits: &BitsAllocator) -> Result<(), Failure> {
         match self {
             Source::Lease {
-                worker_id: Some(id),
-                ..
+                worker_id, range, ..
             } => {
-                FixedWorkerId(*id).assign_worker_id(bits)?;
+                if let Some(id) = worker_id {
+                    FixedWorkerId(*id).assign_worker_id(bits)?;
+                }
+                if let Some(range) = range {
+                    range.check(bits)?;
+                    if let Some(id) = worker_id.filter(|id| !range.contains(*id)) {
+                        return Err(Failure::msg(format!(
+                            "--worker-id {id} is outside --worker-ids {range}: choose one in \
+                             the range, or leave --worker-id out"
+                        )));
+                    }
+                }
             }
             Source::MySql { url, .. } => check_mysql_layout(url, bits)?,
-            Source::Lease { .. } => {}
         }
         Ok(())
     }
@@ -203,13 +224,19 @@ impl Source {
                 store,
                 worker_id,
                 ttl,
+                range,
             } => {
+                // A range that does not fit is refused before the store is opened.
+                self.check(bits)?;
                 // A worker ID whose mark is far ahead (a clock that ran ahead) is passed
                 // over for one the capped generator can use now.
                 let mut builder = WorkerLease::builder(store.open::<Box<dyn LeaseStore>>()?)
                     .prefer_marks_within(prefer_within);
                 if let Some(ttl) = ttl {
                     builder = builder.ttl(*ttl);
+                }
+                if let Some(range) = range {
+                    builder = builder.worker_ids(*range);
                 }
                 let lease = match worker_id {
                     Some(id) => builder.acquire_id(bits, *id)?,
@@ -242,11 +269,14 @@ impl Source {
     ) -> Result<Vec<Taken>, Failure> {
         let any_free;
         let from = match self {
-            Source::Lease { store, ttl, .. } => {
+            Source::Lease {
+                store, ttl, range, ..
+            } => {
                 any_free = Source::Lease {
                     store: store.clone(),
                     worker_id: None,
                     ttl: *ttl,
+                    range: *range,
                 };
                 &any_free
             }
@@ -280,6 +310,7 @@ impl Source {
             store,
             worker_id: Some(first),
             ttl,
+            range,
         } = self
         else {
             return (0..count)
@@ -293,6 +324,7 @@ impl Source {
                     store: store.clone(),
                     worker_id: Some(id),
                     ttl: *ttl,
+                    range: *range,
                 }
                 .take(bits, MAX_TIME_AHEAD)
                 .map_err(|err| match err {

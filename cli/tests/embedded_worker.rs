@@ -148,3 +148,90 @@ fn a_run_killed_with_sigkill_frees_its_worker_id_after_its_lease_ttl() {
         again[0]
     );
 }
+
+/// Two regions, each with a store of its own and a share of the worker IDs
+/// (`--worker-ids`): four processes started at once in each take worker IDs only from
+/// their region's range, and no ID is printed twice across both regions.
+#[test]
+fn two_regions_on_stores_of_their_own_keep_to_their_ranges_and_repeat_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bits = BitsAllocator::default();
+    let regions = [("europe", "0-3", 0..=3), ("america", "4-7", 4..=7)];
+    let children: Vec<_> = regions
+        .iter()
+        .flat_map(|(name, range, _)| {
+            let db = dir.path().join(format!("{name}.sqlite3"));
+            (0..4).map(move |_| {
+                let child = uidgen(&db, &["next", "-n", "20000", "--worker-ids", range])
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (*name, child)
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for (name, child) in children {
+        let ids = printed_ids(&child.wait_with_output().unwrap());
+        assert_eq!(ids.len(), 20_000, "{name}");
+        let worker = bits.parse(ids[0]).unwrap().worker_id;
+        let (_, _, range) = regions.iter().find(|r| r.0 == name).unwrap();
+        assert!(range.contains(&worker), "{name} took worker ID {worker}");
+        for id in ids {
+            assert!(all.insert(id), "ID {id} printed twice");
+        }
+    }
+    // A fifth process in a region whose four are gone gets the range's lowest again.
+    let db = dir.path().join("europe.sqlite3");
+    let out = uidgen(&db, &["worker", "--worker-ids", "0-3"])
+        .output()
+        .unwrap();
+    assert_eq!(worker_id_of(&out), 0);
+}
+
+/// A range that is not one, or past the layout, or a worker ID outside it, is refused
+/// before anything is leased, naming the problem and the limit.
+#[test]
+fn a_bad_worker_id_range_is_refused_naming_the_problem_and_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workers.sqlite3");
+    for (args, expected) in [
+        (vec!["--worker-ids", "9-3"], "FIRST at most LAST"),
+        (vec!["--worker-ids", "0-x"], "not a whole number"),
+        (
+            vec!["--worker-ids", "0-1024"],
+            "at most 1023, which 10 worker bits hold",
+        ),
+        (
+            vec!["--worker-ids", "0-3", "--worker-id", "9"],
+            "--worker-id 9 is outside --worker-ids 0-3",
+        ),
+        (
+            vec![
+                "--worker-ids",
+                "0-3",
+                "--mysql-url",
+                "mysql://u@127.0.0.1/db",
+            ],
+            "--worker-ids applies only to leases",
+        ),
+    ] {
+        let mut all = vec!["next", "-n", "1"];
+        all.extend(args.iter().copied());
+        let mut command = uidgen(&db, &all);
+        if all.contains(&"--mysql-url") {
+            // The registry instead of the embedded store, as a user would choose it.
+            command.env_remove("UIDGEN_WORKER_DB");
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{all:?} succeeded");
+        assert!(stderr.contains(expected), "{all:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{all:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{all:?} printed an ID");
+    }
+    assert!(
+        !db.exists(),
+        "nothing was leased, so the store was never created"
+    );
+}

@@ -32,6 +32,9 @@
 //! per server measures the longest time it answered nothing on each ID space, which must
 //! stay under the cluster's election plus one lease renewal.
 //!
+//! Two regions on two stores (MariaDB and PostgreSQL), eight services each with its
+//! region's share of the worker IDs: no ID twice across regions.
+//!
 //! The stores run one after another (one fleet at a time on the machine). Stores: the
 //! test servers scripts/test makes reachable, or UIDGEN_MYSQL_URL, UIDGEN_POSTGRES_URL,
 //! UIDGEN_REDIS_URL, UIDGEN_ETCD_URL with UIDGEN_ETCD_CLUSTER.
@@ -173,7 +176,14 @@ struct Server {
 impl Server {
     /// Starts `uidgen serve --listen 127.0.0.1:0 --store STORE --tag TAG` and waits for
     /// its `listening on http://ADDR` line. Its stderr goes to a file in `logs`.
-    fn start(name: &str, store: &str, tag: &str, logs: &Path) -> Result<Server, String> {
+    /// `uidgen serve` on `store` with `tag`, and `extra` arguments.
+    fn start(
+        name: &str,
+        store: &str,
+        tag: &str,
+        logs: &Path,
+        extra: &[&str],
+    ) -> Result<Server, String> {
         let log = logs.join(format!(
             "{}-{}.log",
             name.replace([' ', '(', ')'], "_"),
@@ -192,6 +202,7 @@ impl Server {
             "--tag-start",
             "1",
         ]);
+        command.args(extra);
         common::clean(&mut command);
         for var in uidgen_server::env_variables() {
             command.env_remove(var);
@@ -300,10 +311,21 @@ impl Drop for Server {
 /// Starts `names.len()` servers at once; all or none (the started ones are killed when
 /// one fails).
 fn start_all(names: &[String], store: &str, tag: &str, logs: &Path) -> Vec<Server> {
+    start_all_with(names, store, tag, logs, &[])
+}
+
+/// [`start_all`], each server with the `extra` arguments.
+fn start_all_with(
+    names: &[String],
+    store: &str,
+    tag: &str,
+    logs: &Path,
+    extra: &[&str],
+) -> Vec<Server> {
     let results: Vec<Result<Server, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = names
             .iter()
-            .map(|name| scope.spawn(move || Server::start(name, store, tag, logs)))
+            .map(|name| scope.spawn(move || Server::start(name, store, tag, logs, extra)))
             .collect();
         handles
             .into_iter()
@@ -954,6 +976,7 @@ fn fleet(kind: &str, store: &str, disruption: Disruption) {
                 store,
                 &tag,
                 logs.path(),
+                &[],
             ) {
                 Ok(server) => server,
                 Err(e) => {
@@ -1467,7 +1490,7 @@ fn fetch(server: &Server, path: &str) -> Result<Reply, String> {
 /// Server A alone on `tag` hands out 10 IDs and stops on SIGTERM; server B's first ID
 /// of the tag is A's last + 1.
 fn tail_check(store: &str, tag: &str, logs: &Path) -> Result<(), String> {
-    let mut a = Server::start("tail server A", store, tag, logs)?;
+    let mut a = Server::start("tail server A", store, tag, logs, &[])?;
     let reply = fetch(&a, &format!("/v1/segment/{tag}?count=10"))?;
     if reply.status != 200 {
         return Err(format!(
@@ -1502,7 +1525,7 @@ fn tail_check(store: &str, tag: &str, logs: &Path) -> Result<(), String> {
         }
     }
     let a_exit = signalled.elapsed();
-    let mut b = Server::start("tail server B", store, tag, logs)?;
+    let mut b = Server::start("tail server B", store, tag, logs, &[])?;
     let reply = fetch(&b, &format!("/v1/segment/{tag}?count=1"))?;
     if reply.status != 200 {
         return Err(format!(
@@ -1696,4 +1719,110 @@ fn a_fleet_on_etcd_losing_its_leader_and_a_member() {
     let cluster = etcd::Cluster::from_env(&format!("uidgen-fleet-{}", servers::random_suffix()));
     let url = cluster.url();
     fleet("etcd", &url, Disruption::EtcdLeader(cluster));
+}
+
+/// Two regions, each on a store of its own (MariaDB and PostgreSQL), eight services
+/// each, kept apart first by a share of the worker IDs each (`--worker-ids`), then by
+/// region bits in the layout (`--layout 39/1/10/13 --unit ms --region N`): every ID holds its
+/// region's worker range or region, and no ID is answered twice across both regions.
+/// A service asked for a worker ID outside its region's range is refused at start,
+/// naming both.
+#[cfg(all(feature = "mysql", feature = "postgres"))]
+#[test]
+fn two_regions_on_stores_of_their_own_eight_services_each_repeat_nothing() {
+    let _one = ONE_FLEET_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let logs = tempfile::tempdir().expect("a folder for the servers' logs");
+    let stores = [
+        ("europe", servers::mysql_url()),
+        ("america", servers::postgres_url()),
+    ];
+    // Per region: its arguments, and what each of its IDs must hold (by the layout).
+    type Holds = fn(&uidgen::UidParts) -> bool;
+    let by_range: [(&[&str], Holds); 2] = [
+        (&["--worker-ids", "0-511"], |p| p.worker_id <= 511),
+        (&["--worker-ids", "512-1023"], |p| p.worker_id >= 512),
+    ];
+    let region = |n| -> (&[&str], Holds) {
+        let holds: Holds = if n == 0 {
+            |p| p.region == Some(0)
+        } else {
+            |p| p.region == Some(1)
+        };
+        let args: &[&str] = if n == 0 {
+            &["--layout", "39/1/10/13", "--unit", "ms", "--region", "0"]
+        } else {
+            &["--layout", "39/1/10/13", "--unit", "ms", "--region", "1"]
+        };
+        (args, holds)
+    };
+    let by_bits = [region(0), region(1)];
+    let default = uidgen::BitsAllocator::preset(uidgen::Preset::Default).unwrap();
+    let split = uidgen::LayoutBuilder::parse("39/1/10/13")
+        .and_then(uidgen::LayoutBuilder::build_unchecked_time)
+        .unwrap();
+    for (way, layout, plan) in [
+        ("worker ranges", default, by_range),
+        ("region bits", split, by_bits),
+    ] {
+        let mut seen = HashSet::new();
+        let mut fleets = Vec::new();
+        for ((region, store), (args, holds)) in stores.iter().zip(plan) {
+            let names: Vec<String> = (0..SERVERS).map(|n| format!("{region} {n}")).collect();
+            let tag = format!("{region}-{}", servers::random_suffix());
+            let fleet = start_all_with(&names, store, &tag, logs.path(), args);
+            let mut workers = HashSet::new();
+            for server in &fleet {
+                for _ in 0..10 {
+                    let reply = fetch(server, "/v1/snowflake?count=100")
+                        .unwrap_or_else(|e| panic!("{way}, {}: {e}", server.name));
+                    assert_eq!(
+                        reply.status,
+                        200,
+                        "{way}, {}: {}",
+                        server.name,
+                        String::from_utf8_lossy(&reply.body)
+                    );
+                    let answered = ids_of(Route::V1Snowflake, false, 100, &tag, &reply.body)
+                        .unwrap_or_else(|e| panic!("{way}, {}: {e}", server.name));
+                    for id in answered {
+                        let parts = layout.parse(id).unwrap();
+                        assert!(
+                            holds(&parts),
+                            "{way}: {} answered {id} ({parts}), not its region's ({args:?})",
+                            server.name
+                        );
+                        workers.insert(parts.worker_id);
+                        assert!(
+                            seen.insert(id),
+                            "{way}: {}: {id} answered twice",
+                            server.name
+                        );
+                    }
+                }
+            }
+            assert_eq!(workers.len(), SERVERS, "{way}, {region}: {workers:?}");
+            fleets.push(fleet);
+        }
+        assert_eq!(seen.len(), 2 * SERVERS * 1000, "{way}");
+        for mut fleet in fleets {
+            let (problems, _) = terminate_all(&mut fleet);
+            assert!(problems.is_empty(), "{way}: {}", problems.join("\n"));
+        }
+    }
+    // One more in europe, asked for america's worker ID 600: refused before it listens.
+    let refused = Server::start(
+        "europe (worker ID 600)",
+        &stores[0].1,
+        "refused",
+        logs.path(),
+        &["--worker-ids", "0-511", "--worker-id", "600"],
+    )
+    .err()
+    .expect("a service asked for a worker ID outside its range is refused");
+    assert!(
+        refused.contains("worker_id") && refused.contains("0-511"),
+        "{refused}"
+    );
 }

@@ -443,3 +443,17 @@ fn no_start_and_no_request_ever_creates_a_tag() {
         "a request created it"
     );
 }
+
+/// `worker_ids` limits the snowflake routes' lease to a region's share: the IDs decode to
+/// a worker ID in it (the lowest free in it, not 0), as `/v1/decode` and the layout say.
+#[test]
+fn a_worker_id_range_gives_the_snowflake_routes_a_worker_id_in_it() {
+    let server = TestServer::start(&[("UIDGEN_WORKER_IDS", "700-701")]);
+    let ids = numbers(&json(&get(&server, "/v1/snowflake?count=10").body)["ids"]);
+    let layout = uidgen::BitsAllocator::preset(uidgen::Preset::Default).unwrap();
+    for id in &ids {
+        assert_eq!(layout.parse(*id).unwrap().worker_id, 700, "{id}");
+    }
+    let decoded = json(&get(&server, &format!("/v1/decode/{}", ids[0])).body);
+    assert_eq!(decoded["worker_id"].as_u64(), Some(700));
+}

@@ -23,8 +23,10 @@ pub trait LeaseStore: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Takes a worker ID for `request.holder` until the store's now + `request.ttl`: the
-    /// one asked for, or else the lowest one at most `request.max_worker_id` that is free:
-    /// never used, or released, or expired, whichever is lowest.
+    /// one asked for, or else the lowest one from `request.min_worker_id` to
+    /// `request.max_worker_id` that is free: never used, or released, or expired,
+    /// whichever is lowest. [`WorkerLease`](crate::WorkerLease) refuses a worker ID it is
+    /// given outside that range, so a store that offers one only fails the acquire.
     fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError>;
 
     /// Extends the holder's lease to the store's now + `ttl` and raises the mark to at
@@ -68,8 +70,12 @@ pub struct LeaseRequest<'a> {
     pub holder: &'a str,
     /// How long the lease lasts unless renewed.
     pub ttl: Duration,
-    /// The layout's largest worker ID.
+    /// The largest worker ID to take: the layout's largest, or the end of the range
+    /// the lease is limited to.
     pub max_worker_id: u64,
+    /// The smallest worker ID to take (0 unless the lease is limited to a range: a store
+    /// of your own must take none below it).
+    pub min_worker_id: u64,
     /// A particular worker ID, or `None` for the lowest free one.
     pub worker_id: Option<u64>,
 }
@@ -83,6 +89,7 @@ impl<'a> LeaseRequest<'a> {
             holder,
             ttl,
             max_worker_id,
+            min_worker_id: 0,
             worker_id: None,
         }
     }
@@ -211,9 +218,10 @@ pub(crate) trait LeaseSteps: Send + Sync + 'static {
     fn kind(&self) -> StoreKind;
     /// `worker_id`'s row, if it has one, and the store's clock (Unix ms).
     fn read(&self, worker_id: u64) -> Result<(Option<LeaseRow>, u64), StoreError>;
-    /// The lowest worker ID at most `max` whose row is free (no holder, or expired), and
-    /// the lowest worker ID that has no row at all (never used; may be past `max`).
-    fn lowest(&self, max: u64) -> Result<(Option<u64>, u64), StoreError>;
+    /// The lowest worker ID from `min` to `max` whose row is free (no holder, or
+    /// expired), and the lowest worker ID at or above `min` that has no row at all (never
+    /// used; may be past `max`).
+    fn lowest(&self, min: u64, max: u64) -> Result<(Option<u64>, u64), StoreError>;
     /// Takes an existing row if it is free, expired or already `holder`'s; its mark, or
     /// `None` if another holder has it (someone was faster).
     fn take(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<Option<u64>, StoreError>;
@@ -279,12 +287,24 @@ pub(crate) fn acquire(
                 }
                 (row, _) => (wanted, row.is_some()),
             },
-            None => match steps.lowest(request.max_worker_id)? {
+            None => match steps.lowest(request.min_worker_id, request.max_worker_id)? {
                 (Some(free), unused) if free < unused => (free, true),
                 (_, unused) if unused <= request.max_worker_id => (unused, false),
                 _ => return Ok(Acquired::Exhausted),
             },
         };
+        if request.worker_id.is_none() && worker_id < request.min_worker_id {
+            // An engine's step that forgot the range: refused rather than taken.
+            return Err(StoreError::Unexpected {
+                store: steps.kind().name(),
+                location: steps.describe(),
+                step: "looking for a free worker ID",
+                what: format!(
+                    "worker ID {worker_id} was offered below the range's first, {}",
+                    request.min_worker_id
+                ),
+            });
+        }
         let granted = if exists {
             steps.take(worker_id, request.holder, request.ttl)?
         } else {

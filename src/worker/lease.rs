@@ -3,7 +3,7 @@
 //! store also keeps each worker ID's time mark.
 
 use super::mark::MarkState;
-use super::WorkerIdError;
+use super::{WorkerIdError, WorkerIdRange};
 use crate::layout::BitsAllocator;
 use crate::process::holder_identity;
 use crate::store::lease::{Acquired, LeaseRequest, LeaseStore};
@@ -26,6 +26,7 @@ pub struct WorkerLeaseBuilder {
     raise_wait: Duration,
     holder: Option<String>,
     prefer_within: Option<Duration>,
+    range: Option<WorkerIdRange>,
 }
 
 /// How many worker IDs past the lowest free one
@@ -51,6 +52,13 @@ impl WorkerLeaseBuilder {
         /// ahead leaves a mark a day ahead: a generator capped on borrowed time would wait
         /// that long). Set it to the generator's `max_time_ahead`. Default: the lowest.
         prefer_marks_within(within: Duration) => self.prefer_within = Some(within);
+
+        /// Take worker IDs only from `range` (default: every one the layout holds). Two
+        /// deployments with stores of their own (two regions) whose ranges do not overlap
+        /// never hold the same worker ID, so never make the same ID; see the README's
+        /// "Several regions". A range past the layout's worker bits is refused, naming
+        /// the limit, and so is [`acquire_id`](Self::acquire_id) outside it.
+        worker_ids(range: WorkerIdRange) => self.range = Some(range);
     }
 
     /// With [`prefer_marks_within`](Self::prefer_marks_within): the lowest free worker
@@ -147,11 +155,24 @@ impl WorkerLeaseBuilder {
             }
             .into());
         }
+        let range = match self.range {
+            Some(range) => range.check(bits)?,
+            None => WorkerIdRange::all(bits),
+        };
+        if let Some(wanted) = wanted.filter(|id| !range.contains(*id)) {
+            return Err(crate::error::ConfigError::OutOfRange {
+                field: "worker_id",
+                value: wanted.to_string(),
+                limit: format!("a worker ID in this lease's range {range} (worker_ids)"),
+            }
+            .into());
+        }
         let holder = self.holder.clone().unwrap_or_else(holder_identity);
         let request = LeaseRequest {
             holder: &holder,
             ttl: self.ttl,
-            max_worker_id: bits.max_worker_id(),
+            max_worker_id: range.last(),
+            min_worker_id: range.first(),
             worker_id: wanted,
         };
         let acquired = match (wanted, self.prefer_within) {
@@ -159,7 +180,27 @@ impl WorkerLeaseBuilder {
             _ => self.store.acquire(&request)?,
         };
         let (worker_id, mark_ms) = match acquired {
+            Acquired::Granted { worker_id, mark_ms } if !range.contains(worker_id) => {
+                // A store of someone else's that ignored the range: given back, refused.
+                let _ = self.store.release(worker_id, &holder, mark_ms);
+                return Err(StoreError::Unexpected {
+                    store: self.store.kind().name(),
+                    location: self.store.describe(),
+                    step: "taking a worker ID",
+                    what: format!(
+                        "the store granted worker ID {worker_id}, outside the range {range} \
+                         it was asked for (LeaseRequest::min_worker_id and max_worker_id)"
+                    ),
+                }
+                .into());
+            }
             Acquired::Granted { worker_id, mark_ms } => (worker_id, mark_ms),
+            Acquired::Exhausted if self.range.is_some() => {
+                return Err(WorkerIdError::NoFreeWorkerIdInRange {
+                    range,
+                    store: self.store.describe(),
+                })
+            }
             Acquired::Exhausted => {
                 return Err(WorkerIdError::NoFreeWorkerId {
                     max_worker_id: bits.max_worker_id(),
@@ -368,6 +409,7 @@ impl WorkerLease {
             raise_wait: Duration::from_secs(5),
             holder: None,
             prefer_within: None,
+            range: None,
         }
     }
 

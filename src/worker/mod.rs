@@ -2,7 +2,7 @@
 //!
 //! | source | how | feature |
 //! |---|---|---|
-//! | a lease ([`WorkerLease`]; the builders' `.store(..)` and `.embedded()`) | the lowest free worker ID of a [`LeaseStore`], renewed, released on drop, reused above its time mark | a store's |
+//! | a lease ([`WorkerLease`]; the builders' `.store(..)` and `.embedded()`) | the lowest free worker ID of a [`LeaseStore`] (of a [`WorkerIdRange`], with `worker_ids`), renewed, released on drop, reused above its time mark | a store's |
 //! | [`PodOrdinal`] | a Kubernetes StatefulSet pod's ordinal (`web-3` is 3), plus an offset | always |
 //! | [`FixedWorkerId`] | you choose (tests, hand-assigned fleets) | always |
 //! | [`EmbeddedWorkerIdAssigner`] | one `WORKER_NODE` row per launch in a local SQLite file | `sqlite` |
@@ -34,6 +34,7 @@ mod mysql;
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
 mod node;
 mod pod;
+mod range;
 
 pub use crate::process::holder_identity;
 #[cfg(feature = "sqlite")]
@@ -44,6 +45,7 @@ pub use mysql::{MySqlWorkerIdAssigner, DEFAULT_TABLE, DEFAULT_TIMEOUT, MYSQL_SCH
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
 pub use node::{NodeType, WorkerNode};
 pub use pod::PodOrdinal;
+pub use range::WorkerIdRange;
 
 use crate::error::ConfigError;
 use crate::layout::BitsAllocator;
@@ -112,6 +114,19 @@ pub enum WorkerIdError {
         max_worker_id: u64,
         /// Worker bits of the layout.
         worker_bits: u32,
+        /// The store.
+        store: String,
+    },
+    /// Every worker ID of the range a lease was limited to
+    /// ([`worker_ids`](crate::WorkerLeaseBuilder::worker_ids)) is leased by a live holder.
+    #[error(
+        "no free worker ID at {store} in the range {range} (worker_ids): all {} are leased; \
+         wait for a lease to expire, or give this deployment a wider range",
+        range.len()
+    )]
+    NoFreeWorkerIdInRange {
+        /// The range.
+        range: WorkerIdRange,
         /// The store.
         store: String,
     },

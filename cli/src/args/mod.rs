@@ -374,6 +374,11 @@ pub(crate) struct WorkerArgs {
     /// mark in the store).
     #[arg(long, value_name = "ID")]
     pub(crate) worker_id: Option<u64>,
+    /// Lease only worker IDs from FIRST to LAST (both included), such as 0-511: the share
+    /// of one region or fleet, so that deployments with stores of their own never hold
+    /// the same worker ID. Default: every worker ID the layout holds.
+    #[arg(long, value_name = "FIRST-LAST", value_parser = parse_worker_ids)]
+    pub(crate) worker_ids: Option<uidgen::WorkerIdRange>,
     /// Where worker-ID leases and time marks are kept: a SQLite file (PATH, sqlite:PATH;
     /// the default is the embedded store, see --worker-db), or a mysql:// (mariadb://),
     /// postgres://, redis:// (rediss://) or etcd:// (etcds://) URL; TLS by the URL's own
@@ -401,6 +406,14 @@ pub(crate) struct WorkerArgs {
     /// Default: uidgen/workers.sqlite3 in the user's data folder (~/.local/share on Linux).
     #[arg(long, value_name = "FILE", value_parser = parse_path)]
     pub(crate) worker_db: Option<PathBuf>,
+}
+
+fn parse_worker_ids(text: &str) -> Result<uidgen::WorkerIdRange, String> {
+    // clap names the flag and the value: only the library's limit is added.
+    text.parse().map_err(|e| match e {
+        uidgen::ConfigError::OutOfRange { limit, .. } => limit,
+        other => other.to_string(),
+    })
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

@@ -23,6 +23,22 @@ impl Config {
                 "either a fixed worker_id or pod_ordinal, not both",
             ));
         }
+        if let Some(range) = self.worker_id_range()? {
+            // A layout that does not build is named by its own check.
+            let bits = self.layout_builder().ok().map(|b| b.build_unchecked_time());
+            if let Some(Ok(bits)) = bits {
+                range
+                    .check(&bits)
+                    .map_err(|e| super::worker_ids_invalid(range.to_string(), e))?;
+            }
+            if let Some(id) = self.worker_id.filter(|id| !range.contains(*id)) {
+                return Err(invalid(
+                    "worker_id",
+                    id.to_string(),
+                    &format!("a worker ID in worker_ids, {range}"),
+                ));
+            }
+        }
         for origin in &self.cors_origins {
             if !is_origin(origin) {
                 // A URL with a user part may hold a password.

@@ -146,6 +146,10 @@ pub struct Config {
     /// lowest free one). Still leased: a start while another live process holds it
     /// waits up to a lease TTL for that lease to lapse, then fails naming the holder.
     pub worker_id: Option<u64>,
+    /// Lease only worker IDs from FIRST to LAST, both included (`"0-511"`; default
+    /// every one the layout holds): one region's or fleet's share, so deployments with
+    /// stores of their own never hold the same worker ID.
+    pub worker_ids: Option<String>,
     /// Take the worker ID from this Kubernetes StatefulSet pod's ordinal (the digits
     /// after the last `-` of `$HOSTNAME`), plus `pod_ordinal_offset`; leased as
     /// `worker_id` is (default off).
@@ -360,6 +364,30 @@ impl Config {
         }
         Ok(builder)
     }
+
+    /// `worker_ids` read, unchecked against the layout; an error names the setting.
+    pub fn worker_id_range(&self) -> Result<Option<uidgen::WorkerIdRange>, ConfigError> {
+        self.worker_ids
+            .as_deref()
+            .map(|text| {
+                text.parse()
+                    .map_err(|e| worker_ids_invalid(text.chars().take(40).collect(), e))
+            })
+            .transpose()
+    }
+}
+
+/// `worker_ids` refused, in the words of the library's check.
+pub(crate) fn worker_ids_invalid(value: String, err: uidgen::ConfigError) -> ConfigError {
+    let limit = match err {
+        uidgen::ConfigError::OutOfRange { limit, .. } => limit,
+        other => other.to_string(),
+    };
+    ConfigError::Invalid {
+        field: "worker_ids",
+        value,
+        limit,
+    }
 }
 
 impl Default for Config {
@@ -389,6 +417,7 @@ impl Default for Config {
             access_log: false,
             wait_for_store_secs: 0,
             worker_id: None,
+            worker_ids: None,
             pod_ordinal: false,
             pod_ordinal_offset: 0,
             limits: Limits::default(),
@@ -430,6 +459,7 @@ impl std::fmt::Debug for Config {
             .field("access_log", &self.access_log)
             .field("wait_for_store_secs", &self.wait_for_store_secs)
             .field("worker_id", &self.worker_id)
+            .field("worker_ids", &self.worker_ids)
             .field("pod_ordinal", &self.pod_ordinal)
             .field("pod_ordinal_offset", &self.pod_ordinal_offset)
             .field("limits", &self.limits)

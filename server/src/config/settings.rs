@@ -439,6 +439,20 @@ pub const SETTINGS: &[Setting] = &[
         },
     ),
     setting(
+        "worker_ids",
+        "UIDGEN_WORKER_IDS",
+        "--worker-ids",
+        "FIRST-LAST",
+        SettingKind::Value,
+        "Lease only worker IDs from FIRST to LAST (such as 0-511; default every one the \
+         layout holds): one region's share, so regions with stores of their own never hold \
+         the same worker ID",
+        |c, _, v| {
+            c.worker_ids = Some(one(v).to_owned());
+            Ok(())
+        },
+    ),
+    setting(
         "pod_ordinal",
         "UIDGEN_POD_ORDINAL",
         "--pod-ordinal",

@@ -249,6 +249,7 @@ fn example(key: &str, dir: &Path) -> Option<(String, String)> {
         "access_log" => ("true", "true"),
         "wait_for_store_secs" => ("12", "12"),
         "worker_id" => ("5", "5"),
+        "worker_ids" => ("4-9", "\"4-9\""),
         "pod_ordinal" => ("true", "true"),
         "pod_ordinal_offset" => ("3", "3"),
         "limits.request_timeout_ms" => ("1500", "1500"),
@@ -461,4 +462,35 @@ fn the_readme_lists_the_settings_as_the_table_has_them() {
         "server/README.md's settings table is not what SETTINGS makes: run \
          UIDGEN_WRITE_SETTINGS=1 cargo test -p uidgen-server settings, and commit it"
     );
+}
+
+#[test]
+fn a_worker_id_range_must_be_one_that_fits_the_layout_and_hold_a_fixed_worker_id() {
+    let ok = load_checked("worker_ids = \"512-1023\"", &[]).unwrap();
+    assert_eq!(
+        ok.worker_id_range().unwrap().map(|r| r.to_string()),
+        Some("512-1023".to_owned())
+    );
+    for (toml, vars, expected) in [
+        ("worker_ids = \"9-3\"", vec![], "FIRST at most LAST"),
+        (
+            "",
+            vec![("UIDGEN_WORKER_IDS", "zero-3")],
+            "not a whole number",
+        ),
+        (
+            "worker_ids = \"0-1024\"",
+            vec![],
+            "at most 1023, which 10 worker bits hold",
+        ),
+        (
+            "worker_ids = \"0-3\"\nworker_id = 9",
+            vec![],
+            "a worker ID in worker_ids, 0-3",
+        ),
+    ] {
+        let err = load_checked(toml, &vars).unwrap_err().to_string();
+        assert!(err.contains(expected), "{toml} {vars:?}: {err}");
+        assert!(err.contains("worker_id"), "{toml} {vars:?}: {err}");
+    }
 }

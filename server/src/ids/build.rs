@@ -33,6 +33,9 @@ pub(super) fn build_snowflake(
 ) -> Result<CachedUidGenerator, StartError> {
     let mut builder =
         WorkerLease::builder(url.lease_store()?).ttl(Duration::from_millis(config.lease_ttl_ms));
+    if let Some(range) = config.worker_id_range()? {
+        builder = builder.worker_ids(range);
+    }
     if config.max_time_ahead_ms > 0 {
         // A worker ID whose mark is past the cap would leave the ring empty until the
         // clock reaches it: another is taken instead, if one is free.

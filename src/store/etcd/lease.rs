@@ -217,7 +217,7 @@ impl LeaseSteps for EtcdLeases {
         Ok((row, now))
     }
 
-    fn lowest(&self, max: u64) -> Result<(Option<u64>, u64), StoreError> {
+    fn lowest(&self, min: u64, max: u64) -> Result<(Option<u64>, u64), StoreError> {
         let holders = kind_prefix(self.conn.key_prefix(), "holder");
         let marks = kind_prefix(self.conn.key_prefix(), "mark");
         let (held, marked) = self
@@ -243,11 +243,11 @@ impl LeaseSteps for EtcdLeases {
         let free = marked
             .iter()
             .copied()
-            .filter(|id| *id <= max)
+            .filter(|id| (min..=max).contains(id))
             .find(|id| held.binary_search(id).is_err());
-        // The lowest ID with no mark: the first gap in the sorted marks.
-        let mut unused = 0;
-        for id in &marked {
+        // The lowest ID from min with no mark: the first gap in the sorted marks.
+        let mut unused = min;
+        for id in marked.iter().filter(|id| **id >= min) {
             if *id != unused {
                 break;
             }

@@ -22,14 +22,14 @@ local expires = redis.call('HGET', KEYS[2], id) or '0'
 return {num(now), '1', holder, expires}
 ";
 
-// ARGV: max worker ID. Answers the lowest free existing ID at most max ('' for none) and
-// the lowest ID with no row.
+// ARGV: min and max worker ID. Answers the lowest free existing ID from min to max (''
+// for none) and the lowest ID at or above min with no row.
 const LOWEST: &str = "
-local max = tonumber(ARGV[1])
+local min, max = tonumber(ARGV[1]), tonumber(ARGV[2])
 local highest = tonumber(redis.call('GET', KEYS[4]) or '-1')
 local last = math.min(highest, max)
 local free, unused = '', nil
-for id = 0, last do
+for id = min, last do
   if redis.call('HEXISTS', KEYS[3], num(id)) == 0 then
     if not unused then unused = id end
   elseif free == '' then
@@ -39,7 +39,7 @@ for id = 0, last do
   end
   if unused and free ~= '' then break end
 end
-return {free, num(unused or (last + 1))}
+return {free, num(unused or math.max(last + 1, min))}
 ";
 
 // ARGV: worker ID, holder, ttl ms. Takes an existing row that is free, expired or the
@@ -258,9 +258,10 @@ impl LeaseSteps for RedisLeases {
         }
     }
 
-    fn lowest(&self, max: u64) -> Result<(Option<u64>, u64), StoreError> {
+    fn lowest(&self, min: u64, max: u64) -> Result<(Option<u64>, u64), StoreError> {
         let step = "looking for a free worker ID";
-        let answer: Vec<String> = self.call(step, &self.scripts.lowest, &[max.to_string()])?;
+        let args = [min.to_string(), max.to_string()];
+        let answer: Vec<String> = self.call(step, &self.scripts.lowest, &args)?;
         match answer.as_slice() {
             [free, unused] => {
                 let unused = number(unused).ok_or_else(|| self.conn.unexpected(step, &answer))?;

@@ -39,18 +39,22 @@ impl<C: SqlConn> LeaseSteps for SqlLeases<C> {
         Ok((Some(lease), columns.u64(row, 2)?))
     }
 
-    fn lowest(&self, max: u64) -> Result<(Option<u64>, u64), StoreError> {
+    fn lowest(&self, min: u64, max: u64) -> Result<(Option<u64>, u64), StoreError> {
         let step = "looking for a free worker ID";
         let (table, now) = (&self.table, self.conn.dialect().now_ms);
+        // The first gap at or above min: min itself, or one past a row whose next has none.
         let sql = format!(
             "SELECT
                (SELECT MIN(WORKER_ID) FROM {table}
-                 WHERE (HOLDER IS NULL OR EXPIRES_MS <= {now}) AND WORKER_ID <= ?),
-               CASE WHEN NOT EXISTS (SELECT 1 FROM {table} WHERE WORKER_ID = 0) THEN 0
-                 ELSE (SELECT MIN(a.WORKER_ID) + 1 FROM {table} AS a WHERE NOT EXISTS
+                 WHERE (HOLDER IS NULL OR EXPIRES_MS <= {now})
+                   AND WORKER_ID >= ? AND WORKER_ID <= ?),
+               CASE WHEN NOT EXISTS (SELECT 1 FROM {table} WHERE WORKER_ID = ?) THEN ?
+                 ELSE (SELECT MIN(a.WORKER_ID) + 1 FROM {table} AS a WHERE a.WORKER_ID >= ?
+                   AND NOT EXISTS
                    (SELECT 1 FROM {table} AS b WHERE b.WORKER_ID = a.WORKER_ID + 1)) END"
         );
-        let done = self.conn.exec(step, &sql, &[max.into()])?;
+        let params = [min.into(), max.into(), min.into(), min.into(), min.into()];
+        let done = self.conn.exec(step, &sql, &params)?;
         let columns = self.columns(step);
         let row = done.rows.first().map(Vec::as_slice).unwrap_or_default();
         let free = columns.int(row, 0)?.and_then(|n| u64::try_from(n).ok());
