@@ -160,6 +160,14 @@ impl Source {
         })
     }
 
+    /// `--worker-ids`, if given (leases only).
+    pub(crate) fn range(&self) -> Option<uidgen::WorkerIdRange> {
+        match self {
+            Source::Lease { range, .. } => *range,
+            Source::MySql { .. } => None,
+        }
+    }
+
     /// The lease store chosen, if leases are used.
     pub(crate) fn store(&self) -> Result<Box<dyn LeaseStore>, Failure> {
         match self {

@@ -187,6 +187,21 @@ fn two_regions_on_stores_of_their_own_keep_to_their_ranges_and_repeat_nothing() 
         .output()
         .unwrap();
     assert_eq!(worker_id_of(&out), 0);
+    // `worker list --worker-ids` counts the region's share: one held here, of four.
+    let held = uidgen::WorkerLease::builder(uidgen::SqliteLeaseStore::new(&db))
+        .worker_ids("0-3".parse().unwrap())
+        .acquire(&bits)
+        .unwrap();
+    assert_eq!(held.worker_id(), 0);
+    let list = success_stdout(
+        &uidgen(&db, &["worker", "list", "--worker-ids", "0-3"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        list.contains("range 0-3 (--worker-ids): 1 of 4 held by live leases, 3 free"),
+        "{list}"
+    );
 }
 
 /// A range that is not one, or past the layout, or a worker ID outside it, is refused

@@ -33,8 +33,17 @@ pub(super) fn list(
         out.flush()?;
         return Ok(SUCCESS);
     }
+    let range = source.range().map(|r| r.check(&bits)).transpose()?;
     let store = source.store()?;
     let leases = store.leases()?;
+    // With --worker-ids: how much of this deployment's share is held.
+    let in_range = range.map(|range| {
+        let held = leases
+            .iter()
+            .filter(|l| range.contains(l.worker_id) && l.expires_in.is_some())
+            .count() as u64;
+        (range, held)
+    });
     let mark = |ms: u64| {
         if ms == 0 {
             "-".to_owned()
@@ -61,6 +70,12 @@ pub(super) fn list(
             "leases": rows,
             "layout": bits.to_string(),
             "worker_ids": crate::source::usage_json(&uidgen::WorkerIdUsage::of_leases(&leases, &bits)),
+            "range": in_range.map(|(range, held)| serde_json::json!({
+                "first": range.first(),
+                "last": range.last(),
+                "held": held,
+                "free": range.len() - held,
+            })),
         }))?;
     } else {
         out.line(format_args!("store {}", store.describe()))?;
@@ -85,6 +100,13 @@ pub(super) fn list(
             "layout {bits}: {}",
             uidgen::WorkerIdUsage::of_leases(&leases, &bits)
         ))?;
+        if let Some((range, held)) = in_range {
+            out.line(format_args!(
+                "range {range} (--worker-ids): {held} of {} held by live leases, {} free",
+                range.len(),
+                range.len() - held
+            ))?;
+        }
     }
     out.flush()?;
     Ok(SUCCESS)
