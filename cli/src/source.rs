@@ -160,6 +160,19 @@ impl Source {
         })
     }
 
+    /// Refuses a `--worker-ids` range smaller than what one run takes at once: waiting
+    /// for leases to expire would never help.
+    pub(crate) fn range_holds(&self, needed: usize, who: &str) -> Result<(), Failure> {
+        match self.range() {
+            Some(range) if (needed as u64) > range.len() => Err(Failure::msg(format!(
+                "{who} take {needed} worker IDs, and --worker-ids {range} holds {}: give a \
+                 wider range",
+                range.len()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// `--worker-ids`, if given (leases only).
     pub(crate) fn range(&self) -> Option<uidgen::WorkerIdRange> {
         match self {
@@ -314,6 +327,7 @@ impl Source {
         bits: &BitsAllocator,
         count: usize,
     ) -> Result<Vec<Taken>, Failure> {
+        self.range_holds(count, &format!("{count} generators"))?;
         let Source::Lease {
             store,
             worker_id: Some(first),

@@ -230,6 +230,18 @@ fn a_bad_worker_id_range_is_refused_naming_the_problem_and_the_limit() {
             ],
             "--worker-ids applies only to leases",
         ),
+        (vec!["--worker-ids", ""], "empty"),
+        (
+            vec![
+                "--worker-ids",
+                "0-0",
+                "--generator",
+                "default",
+                "--on-rollback",
+                "spare:3",
+            ],
+            "take 4 worker IDs, and --worker-ids 0-0 holds 1: give a wider range",
+        ),
     ] {
         let mut all = vec!["next", "-n", "1"];
         all.extend(args.iter().copied());
@@ -248,5 +260,27 @@ fn a_bad_worker_id_range_is_refused_naming_the_problem_and_the_limit() {
     assert!(
         !db.exists(),
         "nothing was leased, so the store was never created"
+    );
+    // A StatefulSet pod whose ordinal falls outside the service's range: refused, naming
+    // the pod and what to set.
+    let out = uidgen(
+        &db,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--worker-ids",
+            "3-5",
+            "--pod-ordinal",
+        ],
+    )
+    .env("HOSTNAME", "web-9")
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("pod_ordinal = worker ID 9") && stderr.contains("set pod_ordinal_offset"),
+        "{stderr}"
     );
 }

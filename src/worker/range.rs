@@ -132,6 +132,9 @@ impl FromStr for WorkerIdRange {
             part.parse::<u64>()
                 .map_err(|_| invalid("a number past 18446744073709551615"))
         };
+        if text.trim().is_empty() {
+            return Err(invalid("empty"));
+        }
         match text.split_once('-') {
             Some((first, last)) => Self::new(number(first)?, number(last)?),
             None => {
@@ -156,7 +159,8 @@ mod tests {
         );
         assert_eq!("7".parse::<WorkerIdRange>().unwrap().len(), 1);
         for (bad, why) in [
-            ("", "not a whole number"),
+            ("", "empty"),
+            (" ", "empty"),
             ("5-", "not a whole number"),
             ("-5", "not a whole number"),
             ("1-2-3", "not a whole number"),

@@ -54,6 +54,13 @@ pub(super) fn run(
         GeneratorKind::Default => std::time::Duration::from_secs(1),
         GeneratorKind::Cached => crate::source::MAX_TIME_AHEAD,
     };
+    if let OnRollback::Spares(n) = on_rollback {
+        // Before the main one is taken: a range too small for all of them never will be.
+        source.range_holds(
+            n + 1,
+            &format!("--on-rollback spare:{n} and the main generator"),
+        )?;
+    }
     let taken = source.take(&bits, prefer_within)?;
     let generator: Box<dyn UidGenerator> = match generator {
         GeneratorKind::Default => {

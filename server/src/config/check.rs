@@ -29,7 +29,7 @@ impl Config {
             if let Some(Ok(bits)) = bits {
                 range
                     .check(&bits)
-                    .map_err(|e| super::worker_ids_invalid(range.to_string(), e))?;
+                    .map_err(|e| super::worker_ids_invalid("worker_ids", range.to_string(), e))?;
             }
             if let Some(id) = self.worker_id.filter(|id| !range.contains(*id)) {
                 return Err(invalid(

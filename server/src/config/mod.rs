@@ -370,21 +370,26 @@ impl Config {
         self.worker_ids
             .as_deref()
             .map(|text| {
-                text.parse()
-                    .map_err(|e| worker_ids_invalid(text.chars().take(40).collect(), e))
+                text.parse().map_err(|e| {
+                    worker_ids_invalid("worker_ids", text.chars().take(40).collect(), e)
+                })
             })
             .transpose()
     }
 }
 
 /// `worker_ids` refused, in the words of the library's check.
-pub(crate) fn worker_ids_invalid(value: String, err: uidgen::ConfigError) -> ConfigError {
+pub(crate) fn worker_ids_invalid(
+    field: &'static str,
+    value: String,
+    err: uidgen::ConfigError,
+) -> ConfigError {
     let limit = match err {
         uidgen::ConfigError::OutOfRange { limit, .. } => limit,
         other => other.to_string(),
     };
     ConfigError::Invalid {
-        field: "worker_ids",
+        field,
         value,
         limit,
     }

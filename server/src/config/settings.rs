@@ -447,8 +447,13 @@ pub const SETTINGS: &[Setting] = &[
         "Lease only worker IDs from FIRST to LAST (such as 0-511; default every one the \
          layout holds): one region's share, so regions with stores of their own never hold \
          the same worker ID",
-        |c, _, v| {
-            c.worker_ids = Some(one(v).to_owned());
+        |c, name, v| {
+            // Read here too, so that a bad value is named in the spelling it came in.
+            let text = one(v);
+            let range: uidgen::WorkerIdRange = text
+                .parse()
+                .map_err(|e| super::worker_ids_invalid(name, text.chars().take(40).collect(), e))?;
+            c.worker_ids = Some(range.to_string());
             Ok(())
         },
     ),

@@ -18,9 +18,21 @@ pub(super) fn fixed_worker_id(
 ) -> Result<Option<u64>, StartError> {
     if config.pod_ordinal {
         let pod = uidgen::PodOrdinal::from_hostname().offset(config.pod_ordinal_offset);
-        return Ok(Some(
-            uidgen::WorkerIdAssigner::assign_worker_id(&pod, bits)?.worker_id,
-        ));
+        let assigned = uidgen::WorkerIdAssigner::assign_worker_id(&pod, bits)?;
+        if let Some(range) = config.worker_id_range()? {
+            if !range.contains(assigned.worker_id) {
+                return Err(crate::config::ConfigError::Invalid {
+                    field: "pod_ordinal",
+                    value: assigned.to_string(),
+                    limit: format!(
+                        "a worker ID in worker_ids, {range}: set pod_ordinal_offset so that \
+                         every pod's ordinal plus it falls in the range"
+                    ),
+                }
+                .into());
+            }
+        }
+        return Ok(Some(assigned.worker_id));
     }
     Ok(config.worker_id)
 }
