@@ -203,31 +203,6 @@ fn a_store_cut_for_a_minute_leaves_fetched_tags_serving_and_snowflake_ids_heal_w
     );
 }
 
-/// Compiles the Tinyid-protocol client written for these tests, its driver and its
-/// self-check (server/tests/tinyid-protocol-client/src) into `out` with plain javac.
-#[cfg(feature = "mysql")]
-fn build_tinyid_protocol_client(out: &std::path::Path) {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../server/tests/tinyid-protocol-client/src");
-    let mut sources: Vec<_> = std::fs::read_dir(&src)
-        .unwrap_or_else(|e| panic!("{}: {e}", src.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "java"))
-        .collect();
-    sources.sort();
-    assert!(!sources.is_empty(), "no Java sources in {}", src.display());
-    let status = Command::new("javac")
-        .args(["-encoding", "UTF-8", "-d"])
-        .arg(out)
-        .args(&sources)
-        .status()
-        .unwrap_or_else(|e| panic!("javac does not run ({e}): {JDK_NEEDED}"));
-    assert!(status.success(), "javac failed on {}", src.display());
-}
-
-#[cfg(feature = "mysql")]
-const JDK_NEEDED: &str = "JDK 17's javac is needed: apt-get install openjdk-17-jdk-headless";
-
 /// A segment the client fetched, from the driver's `segment SERVER c,l,m,d,r THREAD` line.
 #[cfg(feature = "mysql")]
 struct FetchedSegment {
@@ -269,7 +244,7 @@ fn fetched_segments(stderr: &str) -> Vec<FetchedSegment> {
 #[test]
 fn a_tinyid_protocol_client_written_here_draws_distinct_ids_from_two_services_on_one_mariadb() {
     let classes = tempfile::tempdir().unwrap();
-    build_tinyid_protocol_client(classes.path());
+    common::build_java_client("tinyid-protocol-client", classes.path());
     let classpath = classes.path().to_str().unwrap();
     // The client's own checks against fake servers: alignment, preload, failover.
     let check = Command::new("java")

@@ -128,10 +128,12 @@ pub(crate) enum Route {
     V1Range,
     Tinyid,
     TinyidSegment,
+    CosId,
+    CosIdSegment,
 }
 
 impl Route {
-    const COUNT: usize = 5;
+    const COUNT: usize = 7;
 
     fn label(self) -> &'static str {
         match self {
@@ -140,6 +142,8 @@ impl Route {
             Route::V1Range => "v1_range",
             Route::Tinyid => "tinyid",
             Route::TinyidSegment => "tinyid_segment",
+            Route::CosId => "cosid",
+            Route::CosIdSegment => "cosid_segment",
         }
     }
 }

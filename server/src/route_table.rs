@@ -18,6 +18,13 @@ pub(crate) enum Route {
     TinyidNextIdSimple,
     TinyidNextSegmentId,
     TinyidNextSegmentIdSimple,
+    CosIdMachines,
+    CosIdCreateSegment,
+    CosIdNextMaxId,
+    CosIdIds,
+    CosIdIdsText,
+    CosIdIdsNamedText,
+    CosIdIdsNamed,
     Healthz,
     Readyz,
     Metrics,
@@ -26,13 +33,14 @@ pub(crate) enum Route {
     StatusJson,
 }
 
-/// Whose protocol a route is: the OpenAPI document describes the native and operations
-/// routes; Leaf's and Tinyid's are described by their projects.
+/// Whose protocol a route is: the OpenAPI document describes the native, CosId's and
+/// operations routes; Leaf's and Tinyid's are described by their projects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
     Native,
     Leaf,
     Tinyid,
+    CosId,
     Operations,
 }
 
@@ -47,6 +55,9 @@ pub(crate) struct RouteEntry {
     /// matching runs on every request, and scanning templates there cost more than the
     /// rest of a single-ID answer (callgrind, `scripts/loadtest`).
     parameter: Option<(usize, usize)>,
+    /// The template has more than one `{name}` (CosId's segment routes): matched segment
+    /// by segment, off the hot path.
+    several: bool,
 }
 
 const fn entry(route: Route, template: &'static str, family: Family) -> RouteEntry {
@@ -55,7 +66,21 @@ const fn entry(route: Route, template: &'static str, family: Family) -> RouteEnt
         template,
         family,
         parameter: parameter_span(template),
+        several: parameters(template) > 1,
     }
+}
+
+/// How many `{name}`s `template` has.
+const fn parameters(template: &str) -> usize {
+    let bytes = template.as_bytes();
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] == b'{' {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
 }
 
 /// The span of the one `{name}` in `template`, if it has one.
@@ -78,7 +103,7 @@ const fn parameter_span(template: &str) -> Option<(usize, usize)> {
 }
 
 /// Every route, in the order the 404 lists them.
-pub(crate) const ROUTES: [RouteEntry; 18] = [
+pub(crate) const ROUTES: [RouteEntry; 25] = [
     entry(Route::Snowflake, "/v1/snowflake", Family::Native),
     entry(Route::Segment, "/v1/segment/{tag}", Family::Native),
     entry(Route::Range, "/v1/segment/{tag}/range", Family::Native),
@@ -107,6 +132,26 @@ pub(crate) const ROUTES: [RouteEntry; 18] = [
         "/tinyid/id/nextSegmentIdSimple",
         Family::Tinyid,
     ),
+    entry(Route::CosIdMachines, "/machines/{namespace}", Family::CosId),
+    entry(
+        Route::CosIdCreateSegment,
+        "/segments/distributor/{namespace}/{name}",
+        Family::CosId,
+    ),
+    entry(
+        Route::CosIdNextMaxId,
+        "/segments/{namespace}/{name}",
+        Family::CosId,
+    ),
+    entry(Route::CosIdIds, "/ids", Family::CosId),
+    // Before `/ids/{name}`, which its path fits too: CosId's own order of precedence.
+    entry(Route::CosIdIdsText, "/ids/as-string", Family::CosId),
+    entry(
+        Route::CosIdIdsNamedText,
+        "/ids/as-string/{name}",
+        Family::CosId,
+    ),
+    entry(Route::CosIdIdsNamed, "/ids/{name}", Family::CosId),
     entry(Route::Healthz, "/healthz", Family::Operations),
     entry(Route::Readyz, "/readyz", Family::Operations),
     entry(Route::Metrics, "/metrics", Family::Operations),
@@ -149,6 +194,9 @@ impl RouteEntry {
         if path.as_bytes().get(1) != self.template.as_bytes().get(1) {
             return None;
         }
+        if self.several {
+            return by_segments(self.template, path);
+        }
         let Some((open, end)) = self.parameter else {
             return (path == self.template).then_some(None);
         };
@@ -164,16 +212,34 @@ impl RouteEntry {
     }
 }
 
+/// The rule `find` implements, written plainly: segment by segment, each `{name}` one
+/// non-empty segment; the first parameter's value.
+fn by_segments<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
+    let mut parameter = None;
+    let (mut wanted, mut given) = (template.split('/'), path.split('/'));
+    loop {
+        match (wanted.next(), given.next()) {
+            (None, None) => return Some(parameter),
+            (Some(want), Some(got)) if want.starts_with('{') && !got.is_empty() => {
+                parameter = parameter.or(Some(got));
+            }
+            (Some(want), Some(got)) if want == got => {}
+            _ => return None,
+        }
+    }
+}
+
 /// The index in [`ROUTE_TEMPLATES`] of the route that answers `path`.
 pub(crate) fn route_index(path: &str) -> usize {
     find(path).map_or(ROUTES.len(), |(index, _)| index)
 }
 
 impl Family {
-    const ALL: [Family; 4] = [
+    const ALL: [Family; 5] = [
         Family::Native,
         Family::Leaf,
         Family::Tinyid,
+        Family::CosId,
         Family::Operations,
     ];
 
@@ -182,6 +248,7 @@ impl Family {
             Family::Native => "native",
             Family::Leaf => "Leaf's",
             Family::Tinyid => "Tinyid's",
+            Family::CosId => "CosId's",
             Family::Operations => "operations",
         }
     }
@@ -246,28 +313,11 @@ pub(crate) mod tests {
         }
     }
 
-    /// The rule `find` implements, written plainly: segment by segment, each `{name}`
-    /// one non-empty segment.
-    fn by_segments<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
-        let mut parameter = None;
-        let (mut wanted, mut given) = (template.split('/'), path.split('/'));
-        loop {
-            match (wanted.next(), given.next()) {
-                (None, None) => return Some(parameter),
-                (Some(want), Some(got)) if want.starts_with('{') && !got.is_empty() => {
-                    parameter = Some(got);
-                }
-                (Some(want), Some(got)) if want == got => {}
-                _ => return None,
-            }
-        }
-    }
-
     #[test]
     fn the_fast_match_agrees_with_the_segment_rule_on_every_shape_of_path() {
         for entry in &ROUTES {
             let braces = entry.template.matches('{').count();
-            assert!(braces <= 1, "{entry:?}: one parameter at most");
+            assert_eq!(braces > 1, entry.several, "{entry:?}");
             if let Some((open, end)) = entry.parameter {
                 assert!(entry.template[..open].ends_with('/'), "{entry:?}");
                 let suffix = &entry.template[end..];

@@ -8,8 +8,12 @@ pub const SNOWFLAKE_GRANT: &str = "@snowflake";
 pub const OPAQUE_GRANT: &str = "@opaque";
 /// The status page's name in token grants (`TOKEN=@status`); `*` grants it too.
 pub const STATUS_GRANT: &str = "@status";
+/// CosId's machine-ID routes' name in token grants (`TOKEN=@machines`); `*` grants it
+/// too.
+pub const MACHINES_GRANT: &str = "@machines";
 /// The names token grants give routes, which no segment tag may take.
-pub(crate) const GRANT_NAMES: [&str; 3] = [SNOWFLAKE_GRANT, OPAQUE_GRANT, STATUS_GRANT];
+pub(crate) const GRANT_NAMES: [&str; 4] =
+    [SNOWFLAKE_GRANT, OPAQUE_GRANT, STATUS_GRANT, MACHINES_GRANT];
 
 /// A token list that cannot be read (the token itself is never named).
 #[derive(Debug, thiserror::Error)]

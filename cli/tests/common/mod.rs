@@ -104,3 +104,31 @@ pub fn assert_no_secret(out: &Output) {
         );
     }
 }
+
+/// Compiles the Java client in `server/tests/<folder>/src` (written for these tests)
+/// into `out`, with the JDK's plain `javac`.
+pub fn build_java_client(folder: &str, out: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../server/tests")
+        .join(folder)
+        .join("src");
+    let mut sources: Vec<_> = std::fs::read_dir(&src)
+        .unwrap_or_else(|e| panic!("{}: {e}", src.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "java"))
+        .collect();
+    sources.sort();
+    assert!(!sources.is_empty(), "no Java sources in {}", src.display());
+    let status = Command::new("javac")
+        .args(["-encoding", "UTF-8", "-d"])
+        .arg(out)
+        .args(&sources)
+        .status()
+        .unwrap_or_else(|e| {
+            panic!(
+                "javac does not run ({e}): JDK 17's javac is needed: apt-get install \
+                 openjdk-17-jdk-headless"
+            )
+        });
+    assert!(status.success(), "javac failed on {}", src.display());
+}

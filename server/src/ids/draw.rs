@@ -219,6 +219,46 @@ impl Ids {
         }
     }
 
+    /// Creates `tag` with its counter at `first_id` and base step `step`, unless it
+    /// exists (left as it is): for CosId's `createDistributor`, the one request that
+    /// creates a tag (tokens decide who may).
+    pub(crate) async fn create_tag(
+        &self,
+        tag: &str,
+        first_id: u64,
+        step: u64,
+    ) -> Result<(), ApiError> {
+        self.check_tag(tag)?;
+        self.no_ranges(tag)?;
+        let store = Arc::clone(&self.store);
+        let owned = tag.to_owned();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || {
+            store.create(
+                &owned,
+                first_id,
+                step,
+                "created by CosId's createDistributor",
+            )
+        })
+        .await
+        .map_err(|_| ApiError::unavailable("the store call panicked"))?;
+        self.metrics
+            .store_call("create", started.elapsed(), result.is_ok());
+        match result {
+            Ok(_) => Ok(()),
+            Err(StoreError::InvalidSegment { problem, .. }) => Err(ApiError::bad_request(
+                format!("the tag {} cannot be created", shown_tag(tag)),
+                problem,
+            )),
+            Err(StoreError::InvalidName { rule, .. }) => Err(ApiError::bad_request(
+                format!("the tag {} cannot be created", shown_tag(tag)),
+                rule,
+            )),
+            Err(e) => Err(ApiError::unavailable(format!("the store failed: {e}"))),
+        }
+    }
+
     /// The tag's base step as the store holds it (read once per tag).
     pub(crate) async fn tag_step(&self, tag: &str) -> Result<u64, ApiError> {
         self.no_ranges(tag)?;

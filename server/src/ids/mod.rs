@@ -17,6 +17,7 @@ use uidgen::{
 mod build;
 mod draw;
 mod error;
+pub(crate) mod machines;
 mod ready;
 mod status;
 
@@ -53,6 +54,8 @@ pub struct Ids {
     /// renewal failures, clock rollbacks, rejected takes (metrics never go down).
     retired: std::sync::Mutex<[u64; 4]>,
     store: Arc<dyn SegmentStore>,
+    /// CosId's machine IDs, a lease table per namespace.
+    machines: machines::Machines,
     segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
     /// The period tags, set up at start.
     periods: HashMap<String, Arc<PeriodSegmentGenerator>>,
@@ -123,6 +126,7 @@ impl Ids {
             waiting_seen: false.into(),
             retired: std::sync::Mutex::new([0; 4]),
             store,
+            machines: machines::Machines::default(),
             segments: RwLock::new(HashMap::new()),
             periods: HashMap::new(),
             residues: HashMap::new(),

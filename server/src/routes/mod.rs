@@ -1,5 +1,7 @@
-//! The HTTP routes: Leaf's, Tinyid's, the native API and operations, on one `Router`.
+//! The HTTP routes: Leaf's, Tinyid's, CosId's, the native API and operations, on one
+//! `Router`.
 
+mod cosid;
 mod guard;
 mod hot;
 mod leaf;
@@ -19,7 +21,7 @@ use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use axum::routing::{any, get, post, MethodRouter};
+use axum::routing::{any, get, patch, post, MethodRouter};
 use axum::Router;
 pub(crate) use guard::Guard;
 use guard::GuardLayer;
@@ -126,6 +128,15 @@ fn handler(route: Route, limits: &Limits) -> MethodRouter<Arc<Ids>> {
         Route::TinyidNextIdSimple => form_route(tinyid::Call::IdsText),
         Route::TinyidNextSegmentId => form_route(tinyid::Call::Range),
         Route::TinyidNextSegmentIdSimple => form_route(tinyid::Call::RangeText),
+        Route::CosIdMachines => post(cosid::distribute)
+            .patch(cosid::guard)
+            .delete(cosid::revert),
+        Route::CosIdCreateSegment => post(cosid::create_segment),
+        Route::CosIdNextMaxId => patch(cosid::next_max_id),
+        Route::CosIdIds => get(cosid::share),
+        Route::CosIdIdsText => get(cosid::share_text),
+        Route::CosIdIdsNamed => get(cosid::named),
+        Route::CosIdIdsNamedText => get(cosid::named_text),
         Route::Healthz => get(ops::healthz),
         Route::Readyz => get(ops::readyz),
         Route::Metrics => get(ops::metrics),

@@ -3,7 +3,7 @@
 //! repository as `server/openapi.json` (a test fails when the two differ).
 
 use super::schema::{Accept, Format, IdForm};
-use super::{json, native, ops, status};
+use super::{cosid, json, native, ops, status};
 use axum::http::StatusCode;
 use axum::response::Response;
 use std::sync::LazyLock;
@@ -15,9 +15,10 @@ use utoipa::{Modify, OpenApi};
     info(
         title = "uidgen",
         description = "Unique 64-bit IDs: snowflake IDs from a leased worker ID, segment IDs \
-                       per tag from a store, and opaque public IDs. Leaf's and Tinyid's routes \
-                       are served beside these, as their clients expect them, and are not \
-                       described here.",
+                       per tag from a store, and opaque public IDs; and CosId's proxy routes \
+                       (machine IDs, segments, IDs) as its clients expect them. Leaf's and \
+                       Tinyid's routes are served beside these, as their clients expect them, \
+                       and are not described here.",
         license(name = "MIT OR Apache-2.0")
     ),
     paths(
@@ -26,6 +27,15 @@ use utoipa::{Modify, OpenApi};
         native::range,
         native::decode,
         native::reveal,
+        cosid::distribute,
+        cosid::guard,
+        cosid::revert,
+        cosid::create_segment,
+        cosid::next_max_id,
+        cosid::share,
+        cosid::share_text,
+        cosid::named,
+        cosid::named_text,
         ops::healthz,
         ops::readyz,
         ops::metrics,
@@ -38,6 +48,7 @@ use utoipa::{Modify, OpenApi};
     tags(
         (name = "ids", description = "IDs handed out"),
         (name = "decoding", description = "What an ID holds"),
+        (name = "cosid", description = "CosId's proxy protocol: machine IDs, segments, IDs"),
         (name = "operations", description = "Health, readiness, metrics, the status page and this document"),
     )
 )]
@@ -56,7 +67,7 @@ impl Modify for Bearer {
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
                         "Needed when the service has tokens (UIDGEN_TOKENS or tokens_file): \
-                         a token granted the tag, `@snowflake`, `@opaque` or `*`",
+                         a token granted the tag, `@snowflake`, `@opaque`, `@machines` or `*`",
                     ))
                     .build(),
             ),
@@ -123,7 +134,7 @@ mod tests {
     }
 
     #[test]
-    fn every_native_and_operations_route_is_described_and_nothing_else() {
+    fn every_native_cosid_and_operations_route_is_described_and_nothing_else() {
         let document = document();
         let mut described: Vec<&str> = document["paths"]
             .as_object()
@@ -134,7 +145,12 @@ mod tests {
         described.sort_unstable();
         let mut served: Vec<&str> = ROUTES
             .iter()
-            .filter(|entry| matches!(entry.family, Family::Native | Family::Operations))
+            .filter(|entry| {
+                matches!(
+                    entry.family,
+                    Family::Native | Family::CosId | Family::Operations
+                )
+            })
             .map(|entry| entry.template)
             .collect();
         served.sort_unstable();
