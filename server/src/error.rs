@@ -65,7 +65,8 @@ impl ApiError {
             StatusCode::NOT_FOUND,
             format!(
                 "no segment tag {} in the store (create it with `uidgen segment create --tag TAG \
-                 --step N --start FIRST`; no request creates a tag)",
+                 --step N --start FIRST`; no request creates a tag but CosId's \
+                 createDistributor)",
                 shown_tag(tag)
             ),
         )

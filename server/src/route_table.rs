@@ -9,6 +9,7 @@ pub(crate) enum Route {
     Snowflake,
     Segment,
     Range,
+    GiveBack,
     Decode,
     Reveal,
     LeafSegment,
@@ -103,10 +104,15 @@ const fn parameter_span(template: &str) -> Option<(usize, usize)> {
 }
 
 /// Every route, in the order the 404 lists them.
-pub(crate) const ROUTES: [RouteEntry; 25] = [
+pub(crate) const ROUTES: [RouteEntry; 26] = [
     entry(Route::Snowflake, "/v1/snowflake", Family::Native),
     entry(Route::Segment, "/v1/segment/{tag}", Family::Native),
     entry(Route::Range, "/v1/segment/{tag}/range", Family::Native),
+    entry(
+        Route::GiveBack,
+        "/v1/segment/{tag}/giveback",
+        Family::Native,
+    ),
     entry(Route::Decode, "/v1/decode/{id}", Family::Native),
     entry(Route::Reveal, "/v1/opaque/{public}", Family::Native),
     entry(Route::LeafSegment, "/api/segment/get/{key}", Family::Leaf),
@@ -373,7 +379,7 @@ pub(crate) mod tests {
         }
         assert_eq!(find("/v1/segment/order/range"), Some((2, Some("order"))));
         assert_eq!(find("/v1/segment/order"), Some((1, Some("order"))));
-        assert_eq!(find("/api/segment/get/a%20b"), Some((5, Some("a%20b"))));
+        assert_eq!(find("/api/segment/get/a%20b"), Some((6, Some("a%20b"))));
         assert_eq!(find("/v1/snowflake"), Some((0, None)));
         let listed = listed();
         assert!(listed.starts_with("native: /v1/snowflake, /v1/segment/{tag}, "));

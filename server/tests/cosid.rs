@@ -383,10 +383,23 @@ fn ids_routes_answer_a_number_or_text_and_tokens_guard_every_route() {
     assert!(msg.contains("none"), "{msg}");
 
     // No token: 401; a token not granted @machines or the segment: 403; both in CosId's body.
-    cosid_error(
+    let msg = cosid_error(
         &call(&server, "POST", "/machines/ns?instanceId=a&machineBit=4"),
         401,
         "401",
+    );
+    assert!(msg.contains("a token is needed"), "{msg}");
+    let wrong = curl(&[
+        "-X",
+        "POST",
+        "-H",
+        "Authorization: Bearer wrong-token-0123456789",
+        &server.url("/machines/ns?instanceId=a&machineBit=4"),
+    ]);
+    let msg = cosid_error(&wrong, 401, "401");
+    assert!(
+        msg.contains("not one this service knows") && !msg.contains("wrong-token"),
+        "{msg}"
     );
     let other = format!("Authorization: Bearer {tag_only}");
     let refused = curl(&[
@@ -425,4 +438,129 @@ fn a_regions_worker_id_range_bounds_its_machine_ids() {
     assert!(msg.contains("worker_ids starts at 512"), "{msg}");
     let (id, _) = machine(&distribute(&server, "ns", "c", "machineBit=20"));
     assert_eq!(id, 513);
+}
+
+#[test]
+fn one_instance_racing_itself_gets_one_machine_id_and_every_one_it_holds_is_guarded() {
+    let server = TestServer::start(&[]);
+    let answers: Vec<u64> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    machine(&distribute(
+                        &server,
+                        "race",
+                        "same",
+                        "machineBit=5&safeGuardDuration=PT2S",
+                    ))
+                    .0
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert!(answers.iter().all(|&id| id == answers[0]), "{answers:?}");
+    // Two services racing can still leave an instance two machine IDs: made here by hand.
+    let url = uidgen::StoreUrl::parse(server.store_path().to_str().unwrap()).unwrap();
+    let store = url.lease_store_in("cosid_race").unwrap();
+    let request = uidgen::LeaseRequest::new("cosid:same", Duration::from_secs(2), 31);
+    let second = match store.acquire(&request).unwrap() {
+        uidgen::Acquired::Granted { worker_id, .. } => worker_id,
+        other => panic!("{other:?}"),
+    };
+    assert_ne!(second, answers[0]);
+    // Guarded past both leases' two seconds: neither lapses, so no newcomer gets either.
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(800));
+        let guarded = call(
+            &server,
+            "PATCH",
+            "/machines/race?instanceId=same&safeGuardDuration=PT2S",
+        );
+        assert_eq!(guarded.status, 200, "{}", guarded.body);
+    }
+    let live: Vec<u64> = store
+        .leases()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.holder.as_deref() == Some("cosid:same") && r.expires_in.is_some())
+        .map(|r| r.worker_id)
+        .collect();
+    assert_eq!(live.len(), 2, "{live:?}");
+    let (newcomer, _) = machine(&distribute(&server, "race", "new", "machineBit=5"));
+    assert!(!live.contains(&newcomer), "{newcomer} is still held");
+    // A revert gives both back.
+    assert_eq!(
+        call(&server, "DELETE", "/machines/race?instanceId=same").status,
+        200
+    );
+    assert!(store
+        .leases()
+        .unwrap()
+        .iter()
+        .all(|r| r.holder.as_deref() != Some("cosid:same")));
+}
+
+#[test]
+fn values_that_are_not_utf8_are_refused_not_merged_and_head_draws_nothing() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    for raw in ["%FF", "%FE"] {
+        let msg = cosid_error(
+            &call(
+                &server,
+                "POST",
+                &format!("/machines/utf?machineBit=8&instanceId={raw}"),
+            ),
+            400,
+            "400",
+        );
+        assert!(msg.contains("UTF-8"), "{msg}");
+    }
+    let first: u64 = get(&server, "/ids/order").body.parse().unwrap();
+    for path in [
+        "/ids/order",
+        "/ids/as-string/order",
+        "/ids",
+        "/ids/as-string",
+    ] {
+        let head = curl(&["-I", &server.url(path)]);
+        assert!(
+            head.body.starts_with("HTTP/1.1 200"),
+            "{path}: {}",
+            head.body
+        );
+    }
+    let next: u64 = get(&server, "/ids/order").body.parse().unwrap();
+    assert_eq!(next, first + 1, "HEAD drew IDs");
+    let head = curl(&["-I", &server.url("/ids/no-such-tag")]);
+    assert!(head.body.starts_with("HTTP/1.1 404"), "{}", head.body);
+}
+
+#[test]
+fn a_revert_through_one_service_frees_the_machine_id_at_once_on_the_other() {
+    let a = TestServer::start(&[]);
+    let store = a.store_path().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let b = TestServer::start_with(
+        support::config_in(dir.path(), &[("UIDGEN_STORE", &store)]),
+        dir,
+    );
+    let q = "machineBit=1&safeGuardDuration=PT24H";
+    let (first, _) = machine(&distribute(&b, "shared", "x", q));
+    assert_eq!(
+        call(&b, "PATCH", &format!("/machines/shared?instanceId=x&{q}")).status,
+        200
+    );
+    assert_eq!(
+        call(&a, "DELETE", "/machines/shared?instanceId=x").status,
+        200
+    );
+    let before = now_ms();
+    let (again, last) = machine(&distribute(&b, "shared", "y", q));
+    assert_eq!(again, first);
+    // Not a day ahead (the guard's lease end): the holder said it stopped.
+    assert!(
+        last <= now_ms() + 1_000 && last + 5 >= before,
+        "lastTimeStamp {last}, now {before}"
+    );
 }

@@ -457,3 +457,89 @@ fn a_worker_id_range_gives_the_snowflake_routes_a_worker_id_in_it() {
     let decoded = json(&get(&server, &format!("/v1/decode/{}", ids[0])).body);
     assert_eq!(decoded["worker_id"].as_u64(), Some(700));
 }
+
+#[test]
+fn a_ranges_taker_and_only_it_gives_the_unused_tail_back_while_no_range_came_after() {
+    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    let take = |count: u64| {
+        let answer = curl(&[
+            "-X",
+            "POST",
+            &server.url(&format!("/v1/segment/order/range?count={count}")),
+        ]);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let body = json(&answer.body);
+        let receipt = body["receipt"].as_str().unwrap().to_owned();
+        assert!(
+            receipt.len() == 32 && receipt.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{receipt}"
+        );
+        (
+            body["first"].as_u64().unwrap(),
+            body["last"].as_u64().unwrap(),
+            receipt,
+        )
+    };
+    let give = |first: u64, receipt: &str| {
+        let answer = curl(&[
+            "-X",
+            "POST",
+            &server.url(&format!(
+                "/v1/segment/order/giveback?first={first}&receipt={receipt}"
+            )),
+        ]);
+        (answer.status, answer.body)
+    };
+    let given = |first: u64, receipt: &str| {
+        let (status, body) = give(first, receipt);
+        assert_eq!(status, 200, "{body}");
+        json(&body)["given_back"].as_bool().unwrap()
+    };
+    let (first, last, receipt) = take(10);
+    assert_eq!(last, first + 9);
+    assert!(given(first + 3, &receipt));
+    // Good once: the same receipt gives nothing back again.
+    assert!(!given(first + 3, &receipt));
+    let (a_first, _, a) = take(10);
+    assert_eq!(
+        a_first,
+        first + 3,
+        "the tail given back is handed out again"
+    );
+    let (b_first, _, b) = take(10);
+    // A client that closes gives its next range back whole, then its current one's tail.
+    assert!(given(b_first, &b));
+    assert!(given(a_first + 5, &a));
+    assert_eq!(take(1).0, a_first + 5);
+    // A tail with a range taken after it stays where it is.
+    let (c_first, _, c) = take(10);
+    let (d_first, _, _) = take(1);
+    assert!(!given(c_first + 5, &c));
+    assert_eq!(take(1).0, d_first + 1);
+    // A receipt this service never wrote gives nothing back, whatever the numbers.
+    assert!(!given(1, "0123456789abcdef0123456789abcdef"));
+    for (first, receipt, named) in [(1, "xyz", "receipt"), (1, "", "receipt")] {
+        let (status, body) = give(first, receipt);
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains(named), "{body}");
+    }
+    let (d_first, d_last, d) = take(5);
+    let (status, body) = give(d_last + 2, &d);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains(&format!("from its first ID, {d_first}")),
+        "{body}"
+    );
+    let (status, body) = give(d_first, "");
+    assert_eq!(status, 400, "{body}");
+    let missing = curl(&[
+        "-X",
+        "POST",
+        &server.url("/v1/segment/order/giveback?receipt=00"),
+    ]);
+    assert_eq!(missing.status, 400);
+    assert!(missing.body.contains("first"), "{}", missing.body);
+    // The last range whole, then nothing is lost: the next range starts at its first.
+    assert!(given(d_first, &d));
+    assert_eq!(take(1).0, d_first);
+}

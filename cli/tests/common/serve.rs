@@ -13,11 +13,16 @@ pub struct Serve {
 
 impl Serve {
     pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Self {
+        Self::start_at("127.0.0.1:0", args, envs)
+    }
+
+    /// The same, listening on `listen` (a service started again where it was).
+    pub fn start_at(listen: &str, args: &[&str], envs: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_uidgen"));
         // No UIDGEN_* of the caller's (scripts/test exports UIDGEN_MYSQL_URL).
         super::clean(&mut command)
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", listen])
             .args(args);
         for var in uidgen_server::env_variables() {
             command.env_remove(var);

@@ -3,10 +3,17 @@
 //! the store's lease steps, time marks, data-loss checks and the region's worker-ID range
 //! apply to them as to the service's own worker ID.
 //!
-//! A remote holder's last tick is not known here, so its mark is the end of its lease: a
-//! grant and each guard raise the mark to the time the lease runs out, and a successor is
-//! told to start above it. A holder that gives its machine ID back says it has stopped, so
-//! the mark drops to that moment (a successor waits out no more than the clock).
+//! A remote holder's last tick is not known here. A grant and each guard raise its mark to
+//! that moment, and a revert sets it to the moment the holder said it stopped. A successor
+//! takes the machine ID only once the lease has run out or been given back, and is told to
+//! start above the mark and the clock: above anything the last holder made, as long as it
+//! stopped when its lease ran out (CosId's clients do not; the one in
+//! server/tests/cosid-protocol-client does).
+//!
+//! An instance holds one machine ID, but two requests of one instance that race (a client
+//! retrying a slow request on another server) can leave it holding two. So every guard
+//! renews, and every revert gives back, all of an instance's machine IDs: none of them
+//! lapses while the instance lives, whichever one it uses.
 
 use super::{read, write, Ids};
 use crate::error::{shown_tag, ApiError};
@@ -16,7 +23,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uidgen::{Acquired, LeaseRecord, LeaseRequest, LeaseStore, StoreError};
 
 /// The most namespaces one service keeps machine IDs for (each holds its store).
-pub const MAX_NAMESPACES: usize = 256;
+pub const MAX_NAMESPACES: usize = 1024;
+/// The most instances whose last machine ID one service remembers (to answer `M-03`
+/// rather than `M-02`); past it, a lost machine ID is answered `M-02`.
+const MAX_REMEMBERED: usize = 100_000;
 /// The longest namespace and instance ID, in bytes.
 pub const MAX_NAME_LEN: usize = 128;
 /// The widest machine ID: CosId's `machineId` is a Java `int`.
@@ -73,7 +83,7 @@ impl Instance {
 /// (to tell a lost machine ID, `M-03`, from none at all, `M-02`).
 #[derive(Default)]
 pub(crate) struct Machines {
-    stores: std::sync::RwLock<HashMap<String, Arc<dyn LeaseStore>>>,
+    stores: std::sync::RwLock<HashMap<String, Namespace>>,
     granted: std::sync::Mutex<HashMap<(String, String), u64>>,
 }
 
@@ -126,6 +136,14 @@ pub(crate) fn check_name(what: &str, value: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A namespace's lease store, and the lock its grants take in this process (so that two
+/// requests of one instance here get one machine ID).
+#[derive(Clone)]
+struct Namespace {
+    store: Arc<dyn LeaseStore>,
+    granting: Arc<std::sync::Mutex<()>>,
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -138,13 +156,13 @@ fn store_failed(e: &StoreError) -> MachineError {
 
 impl Ids {
     /// The namespace's lease store, opened on first use.
-    fn machine_store(&self, namespace: &str) -> Result<Arc<dyn LeaseStore>, MachineError> {
-        if let Some(store) = read(&self.machines.stores).get(namespace) {
-            return Ok(Arc::clone(store));
+    fn machine_store(&self, namespace: &str) -> Result<Namespace, MachineError> {
+        if let Some(open) = read(&self.machines.stores).get(namespace) {
+            return Ok(open.clone());
         }
         let mut stores = write(&self.machines.stores);
-        if let Some(store) = stores.get(namespace) {
-            return Ok(Arc::clone(store));
+        if let Some(open) = stores.get(namespace) {
+            return Ok(open.clone());
         }
         if stores.len() >= MAX_NAMESPACES {
             return Err(ApiError::unavailable(format!(
@@ -157,8 +175,12 @@ impl Ids {
                 .lease_store_in(&namespace_table(namespace))
                 .map_err(|e| store_failed(&e))?,
         );
-        stores.insert(namespace.to_owned(), Arc::clone(&store));
-        Ok(store)
+        let open = Namespace {
+            store,
+            granting: Arc::default(),
+        };
+        stores.insert(namespace.to_owned(), open.clone());
+        Ok(open)
     }
 
     /// The machine IDs a request may take: the region's range (`worker_ids`) within
@@ -178,17 +200,18 @@ impl Ids {
         Ok((first, last))
     }
 
-    /// This instance's lease record in the namespace, live or expired.
-    fn own_record(
+    /// This instance's lease records in the namespace, live or expired, lowest first.
+    fn own_records(
         store: &dyn LeaseStore,
         instance: &Instance,
-    ) -> Result<Option<LeaseRecord>, MachineError> {
+    ) -> Result<Vec<LeaseRecord>, MachineError> {
         let holder = instance.holder();
         Ok(store
             .leases()
             .map_err(|e| store_failed(&e))?
             .into_iter()
-            .find(|record| record.holder.as_deref() == Some(holder.as_str())))
+            .filter(|record| record.holder.as_deref() == Some(holder.as_str()))
+            .collect())
     }
 
     /// CosId's `distribute`: the machine ID this instance holds, else the one it held
@@ -200,11 +223,14 @@ impl Ids {
         machine_bits: u32,
         guard: Duration,
     ) -> Result<MachineState, MachineError> {
-        let store = self.machine_store(&instance.namespace)?;
+        let namespace = self.machine_store(&instance.namespace)?;
+        let _one = namespace.granting.lock().unwrap_or_else(|p| p.into_inner());
+        let store = &*namespace.store;
         let (first, last) = self.machine_ids(machine_bits)?;
         let holder = instance.holder();
-        let own = Self::own_record(&*store, instance)?
-            .filter(|record| (first..=last).contains(&record.worker_id));
+        let own = Self::own_records(store, instance)?
+            .into_iter()
+            .find(|record| (first..=last).contains(&record.worker_id));
         let mut request = LeaseRequest::new(&holder, guard, last);
         request.min_worker_id = first;
         let mut granted = None;
@@ -213,16 +239,16 @@ impl Ids {
             if let Acquired::Granted { worker_id, .. } =
                 store.acquire(&request).map_err(|e| store_failed(&e))?
             {
-                // Its own machine ID again: the instance starts over, so its earlier
-                // IDs are all behind the clock.
-                granted = Some((worker_id, now_ms()));
+                granted = Some(worker_id);
             }
             request.worker_id = None;
         }
-        let (machine_id, last_time_stamp) = match granted {
-            Some(granted) => granted,
+        let (machine_id, mark_ms) = match granted {
+            // Its own machine ID again: the instance starts over, so its earlier IDs are
+            // all behind the clock.
+            Some(worker_id) => (worker_id, 0),
             None => match store.acquire(&request).map_err(|e| store_failed(&e))? {
-                Acquired::Granted { worker_id, mark_ms } => (worker_id, mark_ms.max(now_ms())),
+                Acquired::Granted { worker_id, mark_ms } => (worker_id, mark_ms),
                 Acquired::Exhausted | Acquired::Held { .. } => {
                     return Err(MachineError::Exhausted(format!(
                         "every machine ID from {first} to {last} of namespace {} is held",
@@ -236,39 +262,46 @@ impl Ids {
                 }
             },
         };
-        // The holder may use ticks until its lease runs out: that is its mark.
-        let until = now_ms() + guard.as_millis() as u64;
+        let now = now_ms();
         if !store
-            .renew(machine_id, &holder, guard, until)
+            .renew(machine_id, &holder, guard, now)
             .map_err(|e| store_failed(&e))?
         {
             return Err(MachineError::Lost(format!(
                 "machine ID {machine_id} was taken by another instance as it was granted"
             )));
         }
-        self.machines
+        let mut granted = self
+            .machines
             .granted
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(instance.key(), machine_id);
+            .unwrap_or_else(|p| p.into_inner());
+        if granted.len() < MAX_REMEMBERED || granted.contains_key(&instance.key()) {
+            granted.insert(instance.key(), machine_id);
+        }
         Ok(MachineState {
             machine_id,
-            last_time_stamp,
+            last_time_stamp: mark_ms.max(now),
         })
     }
 
-    /// CosId's `guard`: the instance is alive; its lease runs `guard` from now, and its
-    /// mark with it. Blocks (store calls).
+    /// CosId's `guard`: the instance is alive; its leases run `guard` from now, and their
+    /// marks come up to now. Blocks (store calls).
     pub(crate) fn guard(&self, instance: &Instance, guard: Duration) -> Result<(), MachineError> {
-        let store = self.machine_store(&instance.namespace)?;
-        let Some(own) = Self::own_record(&*store, instance)? else {
+        let namespace = self.machine_store(&instance.namespace)?;
+        let own = Self::own_records(&*namespace.store, instance)?;
+        if own.is_empty() {
             return Err(self.missing(instance));
-        };
-        let until = now_ms() + guard.as_millis() as u64;
-        if store
-            .renew(own.worker_id, &instance.holder(), guard, until)
-            .map_err(|e| store_failed(&e))?
-        {
+        }
+        let now = now_ms();
+        let mut renewed = false;
+        for record in &own {
+            renewed |= namespace
+                .store
+                .renew(record.worker_id, &instance.holder(), guard, now)
+                .map_err(|e| store_failed(&e))?;
+        }
+        if renewed {
             Ok(())
         } else {
             Err(self.missing(instance))
@@ -302,17 +335,18 @@ impl Ids {
     /// stopped). A stable instance keeps it for one more guard duration, so that it gets
     /// it back when it returns in time. Idempotent. Blocks (store calls).
     pub(crate) fn revert(&self, instance: &Instance, guard: Duration) -> Result<(), MachineError> {
-        let store = self.machine_store(&instance.namespace)?;
-        let Some(own) = Self::own_record(&*store, instance)? else {
-            return Ok(());
-        };
+        let namespace = self.machine_store(&instance.namespace)?;
         let holder = instance.holder();
-        let kept = if instance.stable {
-            store.renew(own.worker_id, &holder, guard, now_ms())
-        } else {
-            store.release(own.worker_id, &holder, now_ms())
-        };
-        kept.map_err(|e| store_failed(&e))?;
+        for own in Self::own_records(&*namespace.store, instance)? {
+            let kept = if instance.stable {
+                namespace
+                    .store
+                    .renew(own.worker_id, &holder, guard, now_ms())
+            } else {
+                namespace.store.release(own.worker_id, &holder, now_ms())
+            };
+            kept.map_err(|e| store_failed(&e))?;
+        }
         if !instance.stable {
             self.machines
                 .granted

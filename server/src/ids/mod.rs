@@ -17,6 +17,7 @@ use uidgen::{
 mod build;
 mod draw;
 mod error;
+mod handed;
 pub(crate) mod machines;
 mod ready;
 mod status;
@@ -56,6 +57,8 @@ pub struct Ids {
     store: Arc<dyn SegmentStore>,
     /// CosId's machine IDs, a lease table per namespace.
     machines: machines::Machines,
+    /// Ranges handed to clients, with receipts for giving their tails back.
+    handed: handed::HandedRanges,
     segments: RwLock<HashMap<String, Arc<SegmentGenerator>>>,
     /// The period tags, set up at start.
     periods: HashMap<String, Arc<PeriodSegmentGenerator>>,
@@ -127,6 +130,7 @@ impl Ids {
             retired: std::sync::Mutex::new([0; 4]),
             store,
             machines: machines::Machines::default(),
+            handed: handed::HandedRanges::default(),
             segments: RwLock::new(HashMap::new()),
             periods: HashMap::new(),
             residues: HashMap::new(),

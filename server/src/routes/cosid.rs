@@ -127,6 +127,20 @@ fn guard_duration(params: &Params) -> Result<Duration, ApiError> {
         )
     };
     let shown = shown_tag(raw);
+    if raw.trim().len() > 40 && raw.trim().starts_with("PT") {
+        // CosId's client sends Long.MAX_VALUE ms when its guarder is off.
+        return Err(ApiError::bad_request(
+            format!("safeGuardDuration = {shown} never ends: a machine ID here is a lease"),
+            "turn CosId's machine guarder on (cosid.machine.guarder.enabled), with a \
+             safeGuardDuration from 1 s to 24 h",
+        ));
+    }
+    if !java_duration_shape(raw.trim()) {
+        return Err(ApiError::bad_request(
+            format!("safeGuardDuration = {shown} is not a duration"),
+            limit(),
+        ));
+    }
     let parsed = iso8601::duration(raw.trim()).map_err(|_| {
         ApiError::bad_request(
             format!("safeGuardDuration = {shown} is not a duration"),
@@ -152,6 +166,44 @@ fn guard_duration(params: &Params) -> Result<Duration, ApiError> {
         ));
     }
     Ok(duration)
+}
+
+/// Whether `text` has the whole shape of a duration as Java's `Duration` writes one,
+/// `P[nD][T[nH][nM][n[.n]S]]` with at least one part: the parser reads a valid prefix and
+/// would take `PT5Mgarbage` for five minutes.
+fn java_duration_shape(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('P') else {
+        return false;
+    };
+    let (days, time) = match rest.split_once('T') {
+        Some((days, time)) => (days, Some(time)),
+        None => (rest, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let days_ok = days.is_empty() || days.strip_suffix('D').is_some_and(digits);
+    let mut parts = 0;
+    let time_ok = match time {
+        None => true,
+        Some(mut time) => {
+            for unit in ['H', 'M'] {
+                if let Some(at) = time.find(unit) {
+                    if !digits(&time[..at]) {
+                        return false;
+                    }
+                    time = &time[at + 1..];
+                    parts += 1;
+                }
+            }
+            if let Some(seconds) = time.strip_suffix('S') {
+                let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, "0"));
+                parts += 1;
+                digits(whole) && digits(fraction)
+            } else {
+                time.is_empty() && parts > 0
+            }
+        }
+    };
+    days_ok && time_ok && (!days.is_empty() || parts > 0)
 }
 
 fn machine_bits(params: &Params) -> Result<u32, ApiError> {
@@ -474,7 +526,23 @@ pub(super) async fn ids(
     ids: Arc<Ids>,
     name: Option<String>,
     asks: Asks,
+    method: Method,
 ) -> Response {
+    if method == Method::HEAD {
+        // Checked as GET would be, and no ID drawn (HEAD is for probes and caches).
+        let checked = match &name {
+            Some(tag) => match authorize(&ids, asks.bearer(), tag) {
+                Ok(()) => ids.servable(tag).await,
+                Err(e) => Err(e),
+            },
+            None => authorize(&ids, asks.bearer(), SNOWFLAKE_GRANT),
+        };
+        return match (checked, call) {
+            (Err(e), _) => refused(e),
+            (Ok(()), IdsCall::Share | IdsCall::Named) => super::head(super::JSON),
+            (Ok(()), _) => super::head(super::TEXT),
+        };
+    }
     let drawn = async {
         match (call, &name) {
             (IdsCall::Named | IdsCall::NamedText, Some(tag)) => {
@@ -515,8 +583,8 @@ pub(super) async fn ids(
     ),
     security((), ("bearer" = []))
 )]
-pub(super) async fn share(State(state): State<Arc<Ids>>, asks: Asks) -> Response {
-    ids(IdsCall::Share, state, None, asks).await
+pub(super) async fn share(State(state): State<Arc<Ids>>, method: Method, asks: Asks) -> Response {
+    ids(IdsCall::Share, state, None, asks, method).await
 }
 
 /// `GET /ids/as-string`.
@@ -531,8 +599,12 @@ pub(super) async fn share(State(state): State<Arc<Ids>>, asks: Asks) -> Response
     ),
     security((), ("bearer" = []))
 )]
-pub(super) async fn share_text(State(state): State<Arc<Ids>>, asks: Asks) -> Response {
-    ids(IdsCall::ShareText, state, None, asks).await
+pub(super) async fn share_text(
+    State(state): State<Arc<Ids>>,
+    method: Method,
+    asks: Asks,
+) -> Response {
+    ids(IdsCall::ShareText, state, None, asks, method).await
 }
 
 /// `GET /ids/{name}`.
@@ -553,10 +625,11 @@ pub(super) async fn share_text(State(state): State<Arc<Ids>>, asks: Asks) -> Res
 )]
 pub(super) async fn named(
     State(state): State<Arc<Ids>>,
+    method: Method,
     Path(name): Path<String>,
     asks: Asks,
 ) -> Response {
-    ids(IdsCall::Named, state, Some(name), asks).await
+    ids(IdsCall::Named, state, Some(name), asks, method).await
 }
 
 /// `GET /ids/as-string/{name}`.
@@ -577,10 +650,11 @@ pub(super) async fn named(
 )]
 pub(super) async fn named_text(
     State(state): State<Arc<Ids>>,
+    method: Method,
     Path(name): Path<String>,
     asks: Asks,
 ) -> Response {
-    ids(IdsCall::NamedText, state, Some(name), asks).await
+    ids(IdsCall::NamedText, state, Some(name), asks, method).await
 }
 
 #[cfg(test)]
@@ -613,7 +687,24 @@ mod tests {
             guard_duration(&params("")).unwrap(),
             Duration::from_secs(300)
         );
-        for bad in ["5m", "P1Y", "P1M", "P2W", "PT25H", "P2D", "", "PTxS"] {
+        for bad in [
+            "5m",
+            "P1Y",
+            "P1M",
+            "P2W",
+            "PT25H",
+            "P2D",
+            "",
+            "PTxS",
+            "PT5Mgarbage",
+            "PT5S5M",
+            "PT2S,PT5H",
+            "PT1H1H",
+            "P1DT",
+            "PT",
+            "P",
+            "PT.5S",
+        ] {
             let err = guard_duration(&params(&format!("safeGuardDuration={bad}"))).unwrap_err();
             assert_eq!(err.status, StatusCode::BAD_REQUEST, "{bad}");
             assert!(

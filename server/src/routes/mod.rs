@@ -119,6 +119,7 @@ fn handler(route: Route, limits: &Limits) -> MethodRouter<Arc<Ids>> {
         Route::Snowflake => get(native::snowflake),
         Route::Segment => get(native::segment),
         Route::Range => post(native::range),
+        Route::GiveBack => post(native::give_back),
         Route::Decode => get(native::decode),
         Route::Reveal => get(native::reveal),
         Route::LeafSegment => get(leaf::segment),
@@ -170,6 +171,7 @@ impl Params {
     pub(crate) fn from_parts(query: Option<&str>, body: &[u8]) -> Result<Self, ApiError> {
         let mut all: Vec<(String, String)> = Vec::new();
         for source in [query.unwrap_or("").as_bytes(), body] {
+            not_utf8(source)?;
             for (name, value) in form_urlencoded::parse(source) {
                 if all.iter().any(|(seen, _)| *seen == name) {
                     return Err(ApiError::bad_request(
@@ -189,6 +191,30 @@ impl Params {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// Refuses a query or form whose names or values decode to bytes that are not UTF-8:
+/// decoded with replacement characters, two different values (`%FF`, `%FE`) would read
+/// as one.
+fn not_utf8(source: &[u8]) -> Result<(), ApiError> {
+    for pair in source.split(|&b| b == b'&') {
+        for part in pair.splitn(2, |&b| b == b'=') {
+            if percent_encoding::percent_decode(part)
+                .decode_utf8()
+                .is_err()
+            {
+                let shown = String::from_utf8_lossy(part);
+                return Err(ApiError::bad_request(
+                    format!(
+                        "the parameter {} is not UTF-8 once decoded",
+                        shown_tag(&shown)
+                    ),
+                    "names and values in UTF-8, percent-encoded",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An ID of this service's layout in the form `params` names (`format=hex`, …), else in
@@ -296,7 +322,13 @@ pub(crate) fn authorize(ids: &Ids, token: Option<&str>, tag: &str) -> Result<(),
         crate::tokens::Access::Open | crate::tokens::Access::Granted => Ok(()),
         crate::tokens::Access::Unknown => {
             ids.token_refused(tag, "no token, or one this service does not know");
-            Err(ApiError::unauthorized())
+            Err(match token {
+                Some(_) => ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "the token sent is not one this service knows",
+                ),
+                None => ApiError::unauthorized(),
+            })
         }
         crate::tokens::Access::Forbidden => {
             ids.token_refused(tag, "a token not granted this tag");

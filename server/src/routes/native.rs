@@ -325,6 +325,9 @@ struct RangeBody<'a> {
     last: u64,
     first_str: String,
     last_str: String,
+    /// Kept by the client to give the range's unused tail back
+    /// (`/v1/segment/{tag}/giveback`), to this service process.
+    receipt: String,
 }
 
 /// `POST /v1/segment/{tag}/range?count=N`: `[first, last]`, taken from the store now
@@ -366,8 +369,71 @@ pub(super) async fn range(
         last,
         first_str: first.to_string(),
         last_str: last.to_string(),
+        receipt: ids.receipt(&tag, first, last),
     };
     Ok(handed_out(&ids, json_ok(&body), count))
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = GivenBack)]
+struct GiveBackBody<'a> {
+    tag: &'a str,
+    /// Whether the IDs went back to the store (false: a range came after that one, nothing
+    /// was left, or another service process handed it out). Hand none of them out either way.
+    given_back: bool,
+}
+
+/// `POST /v1/segment/{tag}/giveback?first=U&receipt=R`: the unused tail `U..=last` of a
+/// range this process handed out goes back to the store, if no range came after it.
+#[utoipa::path(
+    post,
+    path = "/v1/segment/{tag}/giveback",
+    tag = "ids",
+    summary = "Gives the unused tail of a range back (a client that closes)",
+    params(
+        ("tag" = String, Path, description = "The range's tag", example = "order"),
+        ("first" = u64, Query, description = "The first ID not handed out: from the range's \
+                                               first to one past its last"),
+        ("receipt" = String, Query, description = "The range's receipt, as /range answered it",
+         example = "0123456789abcdef0123456789abcdef"),
+    ),
+    responses(
+        (status = 200, description = "Whether the tail went back", body = GiveBackBody),
+        Refusals,
+    ),
+    security((), ("bearer" = []))
+)]
+pub(super) async fn give_back(
+    State(ids): State<Arc<Ids>>,
+    Path(tag): Path<String>,
+    asks: Asks,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    authorize(&ids, asks.bearer(), &tag)?;
+    let params = Params::from_parts(query.as_deref(), b"")?;
+    let raw = params.get("first").ok_or_else(|| {
+        ApiError::bad_request(
+            "the first parameter is missing",
+            "first=<the first unused ID>",
+        )
+    })?;
+    let first: u64 = raw.trim().parse().map_err(|_| {
+        ApiError::bad_request(
+            format!("first = {} is not a number", crate::error::shown_tag(raw)),
+            "a whole number: the first ID not handed out",
+        )
+    })?;
+    let receipt = params.get("receipt").ok_or_else(|| {
+        ApiError::bad_request(
+            "the receipt parameter is missing",
+            "receipt=<the range's receipt>",
+        )
+    })?;
+    let given_back = ids.give_back_range(&tag, first, receipt).await?;
+    Ok(json_ok(&GiveBackBody {
+        tag: &tag,
+        given_back,
+    }))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -25,6 +25,7 @@ use utoipa::{Modify, OpenApi};
         native::snowflake,
         native::segment,
         native::range,
+        native::give_back,
         native::decode,
         native::reveal,
         cosid::distribute,

@@ -404,8 +404,10 @@ public final class CosIdProtocolClient implements AutoCloseable {
             long waitStarted = 0;
             boolean waiting = false;
             while (true) {
-                checkUsable();
+                // The time first, then the fence: a pause between the two is caught by the
+                // fence, and an ID stamped before the check is one the lease covered.
                 long now = System.currentTimeMillis();
+                checkUsable();
                 if (now > lastMs) {
                     lastMs = now;
                     sequence = 0;

@@ -1,0 +1,3 @@
+module github.com/uidgen/uidgen/clients/go
+
+go 1.19

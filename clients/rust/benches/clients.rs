@@ -1,0 +1,150 @@
+//! The Rust client beside its baselines, in one run on one thread: the in-process segment
+//! generator (the goal: the client at 0.8× its rate or better), and one HTTP request per
+//! ID to the same service. Each row takes IDs one call at a time and records every call's
+//! time (hdrhistogram): IDs/s, the median and the p99 of a call. `cargo bench -p
+//! uidgen-client` runs it fully; `cargo test --benches` runs each row briefly.
+
+use hdrhistogram::Histogram;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uidgen::{IdSource, SegmentGenerator, StoreUrl};
+use uidgen_client::Client;
+
+struct Row {
+    name: &'static str,
+    ids_per_s: f64,
+    p50_ns: u64,
+    p99_ns: u64,
+}
+
+fn measure(name: &'static str, calls: usize, mut take: impl FnMut() -> u64) -> Row {
+    let mut histogram = Histogram::<u64>::new(3).unwrap();
+    let mut last = 0;
+    // Warm-up: first ranges fetched, caches filled.
+    for _ in 0..calls / 10 {
+        last = take();
+    }
+    // The rate without clocks in the loop (reading the clock costs more than an ID).
+    let started = Instant::now();
+    for _ in 0..calls {
+        let id = take();
+        assert!(id > last, "{name}: {id} after {last}");
+        last = id;
+    }
+    let ids_per_s = calls as f64 / started.elapsed().as_secs_f64();
+    // Each call timed, for the percentiles (the clock's own cost included, alike in every row).
+    for _ in 0..calls / 4 {
+        let asked = Instant::now();
+        std::hint::black_box(take());
+        histogram.record(asked.elapsed().as_nanos() as u64).unwrap();
+    }
+    Row {
+        name,
+        ids_per_s,
+        p50_ns: histogram.value_at_quantile(0.5),
+        p99_ns: histogram.value_at_quantile(0.99),
+    }
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let (fast, slow) = if full {
+        (2_000_000, 20_000)
+    } else {
+        (20_000, 200)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ids.sqlite3");
+    let service = start_service(&store);
+
+    let url = StoreUrl::parse(store.to_str().unwrap()).unwrap();
+    let store: Arc<dyn uidgen::SegmentStore> = Arc::from(url.segment_store().unwrap());
+    let generator = SegmentGenerator::builder(store, "order").build().unwrap();
+    let in_process = measure("in-process `SegmentGenerator::next_id`", fast, || {
+        generator.next_id().unwrap()
+    });
+
+    let client = Client::builder([service.to_string()]).build().unwrap();
+    let order = client.tag("order").unwrap();
+    let handle = measure(
+        "`uidgen_client::TagIds::next_id` (`client.tag(\"order\")`, the same ranges)",
+        fast,
+        || order.next_id().unwrap(),
+    );
+    let ranged = measure(
+        "`uidgen_client::Client::next_id` (ranges from `uidgen serve`)",
+        fast,
+        || client.next_id("order").unwrap(),
+    );
+
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let url = format!("http://{service}/v1/segment/order");
+    let per_request = measure(
+        "one HTTP request per ID (`GET /v1/segment/order`, ureq)",
+        slow,
+        || {
+            let body = agent
+                .get(&url)
+                .header("Accept", "text/plain")
+                .call()
+                .unwrap()
+                .body_mut()
+                .read_to_string()
+                .unwrap();
+            body.trim().parse().unwrap()
+        },
+    );
+
+    println!("| row | IDs/s, one thread | call p50 | call p99 | vs in-process |");
+    println!("|---|---|---|---|---|");
+    for row in [&in_process, &handle, &ranged, &per_request] {
+        println!(
+            "| {} | {:.0} | {} ns | {} ns | {:.2}× |",
+            row.name,
+            row.ids_per_s,
+            row.p50_ns,
+            row.p99_ns,
+            row.ids_per_s / in_process.ids_per_s
+        );
+    }
+    println!(
+        "\nthe client against one HTTP request per ID: {:.0}×",
+        ranged.ids_per_s / per_request.ids_per_s
+    );
+    client.close();
+}
+
+/// `uidgen-server` on `store` with tag `order`, on a runtime of its own; its address.
+fn start_service(store: &std::path::Path) -> std::net::SocketAddr {
+    let env = vec![
+        ("UIDGEN_STORE".to_owned(), store.display().to_string()),
+        ("UIDGEN_LISTEN".to_owned(), "127.0.0.1:0".to_owned()),
+        ("UIDGEN_TAGS".to_owned(), "order".to_owned()),
+        ("UIDGEN_TAG_START".to_owned(), "1".to_owned()),
+    ];
+    let config = uidgen_server::Config::load(None, env).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listen = config.listen;
+            let ids = tokio::task::spawn_blocking(move || uidgen_server::Ids::start(config))
+                .await
+                .unwrap()
+                .unwrap();
+            let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            uidgen_server::serve(listener, Arc::new(ids), std::future::pending())
+                .await
+                .unwrap();
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(30)).unwrap()
+}
