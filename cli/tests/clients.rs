@@ -1,6 +1,6 @@
 //! The clients of clients/ (PROTOCOL.md) against two `uidgen serve` processes on MariaDB:
-//! 8 processes × 4 threads (or tasks) of one client take 250,000 IDs each, while one
-//! service is SIGKILLed and started again on its address. No ID is taken twice across all
+//! 8 processes × 4 threads (or tasks) of one client take 250,000 IDs each, while a
+//! service they take from is SIGKILLed and started again on its address. No ID is taken twice across all
 //! of them, each thread's IDs increase, failovers are counted, and no take waits longer
 //! than the failover bound.
 
@@ -60,11 +60,18 @@ fn fleet(name: &str, driver: &dyn Fn(&str, &str, &Path) -> Command) {
                 .unwrap_or_else(|e| panic!("the {name} driver does not start: {e}"))
         })
         .collect();
-    // One service dies as the clients start, and comes back where it was while they run
-    // (the fastest client takes its 8,000,000 IDs in about two seconds here).
-    drop(a);
+    // Once the clients take ranges from a service, it dies, and it comes back where it
+    // was a second later: the clients that took from it must move to the other.
+    let ports = [a_port, b_port];
+    let mut services = [Some(a), Some(b)];
+    let busy = busy_service(&ports, &tag);
+    drop(services[busy].take());
     std::thread::sleep(Duration::from_secs(1));
-    let a = Serve::start_at(&format!("127.0.0.1:{a_port}"), &args, &[]);
+    services[busy] = Some(Serve::start_at(
+        &format!("127.0.0.1:{}", ports[busy]),
+        &args,
+        &[],
+    ));
     let (mut failovers, mut longest) = (0, 0);
     for child in children {
         let out = child.wait_with_output().unwrap();
@@ -114,12 +121,40 @@ fn fleet(name: &str, driver: &dyn Fn(&str, &str, &Path) -> Command) {
     );
     // Closing clients gave tails back to both services: neither may take that for a
     // store that went back.
-    for service in [a, b] {
+    for service in services.into_iter().flatten() {
         let (_, stderr) = service.terminate();
         assert!(
             !stderr.contains("lost data"),
             "{name}: a give-back looked like data loss: {stderr}"
         );
+    }
+}
+
+/// The index of the first service of `ports` to have handed out 2,000 IDs of `tag` in
+/// ranges (its metrics say), within a minute.
+fn busy_service(ports: &[String; 2], tag: &str) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for (index, port) in ports.iter().enumerate() {
+            let (_, metrics) = common::serve::curl(&[&format!("http://127.0.0.1:{port}/metrics")]);
+            let served: f64 = metrics
+                .lines()
+                .filter(|l| {
+                    l.starts_with("uidgen_ids_served_total")
+                        && l.contains("route=\"v1_range\"")
+                        && l.contains(&format!("tag=\"{tag}\""))
+                })
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum();
+            if served >= 2_000.0 {
+                return index;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no service handed out ranges of {tag} within a minute"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
