@@ -188,19 +188,9 @@ fn check(all: &[(String, Made)]) {
 fn fleet(store: &str, self_check: bool) {
     let classes = tempfile::tempdir().unwrap();
     common::build_java_client("cosid-protocol-client", classes.path());
-    let classpath = classes.path().to_str().unwrap();
     if self_check {
         // The client's own checks against fake servers: layout, guard, fencing, failover.
-        let check = Command::new("java")
-            .args(["-cp", classpath, "CosIdProtocolSelfCheck"])
-            .output()
-            .expect("java runs");
-        assert!(
-            check.status.success(),
-            "the client's self-check failed: {}{}",
-            String::from_utf8_lossy(&check.stdout),
-            String::from_utf8_lossy(&check.stderr)
-        );
+        common::java_self_check(classes.path(), "CosIdProtocolSelfCheck");
     }
     let namespace = format!("fleet-{}", servers::random_suffix());
     let a = Serve::start(&["--store", store], &[]);

@@ -247,16 +247,7 @@ fn a_tinyid_protocol_client_written_here_draws_distinct_ids_from_two_services_on
     common::build_java_client("tinyid-protocol-client", classes.path());
     let classpath = classes.path().to_str().unwrap();
     // The client's own checks against fake servers: alignment, preload, failover.
-    let check = Command::new("java")
-        .args(["-cp", classpath, "TinyidProtocolSelfCheck"])
-        .output()
-        .expect("java runs");
-    assert!(
-        check.status.success(),
-        "the client's self-check failed: {}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
+    common::java_self_check(classes.path(), "TinyidProtocolSelfCheck");
 
     let tag = format!("tinyid-{}", servers::random_suffix());
     const TOKEN: &str = "tinyid-protocol-token-0123456789";

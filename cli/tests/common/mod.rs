@@ -132,3 +132,20 @@ pub fn build_java_client(folder: &str, out: &Path) {
         });
     assert!(status.success(), "javac failed on {}", src.display());
 }
+
+/// Runs `class`, the self-check of a Java client [`build_java_client`] compiled into
+/// `classes` (against fake servers of its own), and fails with its output if it fails.
+pub fn java_self_check(classes: &Path, class: &str) {
+    let check = Command::new("java")
+        .arg("-cp")
+        .arg(classes)
+        .arg(class)
+        .output()
+        .expect("java runs");
+    assert!(
+        check.status.success(),
+        "the client's self-check {class} failed: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use uidgen::{IdSource, SegmentGenerator, StoreUrl};
 use uidgen_client::Client;
 
+#[path = "../../../server/tests/support/mod.rs"]
+mod support;
+
 struct Row {
     name: &'static str,
     ids_per_s: f64,
@@ -53,9 +56,8 @@ fn main() {
     } else {
         (20_000, 200)
     };
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("ids.sqlite3");
-    let service = start_service(&store);
+    let server = support::TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    let (service, store) = (server.addr, server.store_path());
 
     let url = StoreUrl::parse(store.to_str().unwrap()).unwrap();
     let store: Arc<dyn uidgen::SegmentStore> = Arc::from(url.segment_store().unwrap());
@@ -115,36 +117,4 @@ fn main() {
         ranged.ids_per_s / per_request.ids_per_s
     );
     client.close();
-}
-
-/// `uidgen-server` on `store` with tag `order`, on a runtime of its own; its address.
-fn start_service(store: &std::path::Path) -> std::net::SocketAddr {
-    let env = vec![
-        ("UIDGEN_STORE".to_owned(), store.display().to_string()),
-        ("UIDGEN_LISTEN".to_owned(), "127.0.0.1:0".to_owned()),
-        ("UIDGEN_TAGS".to_owned(), "order".to_owned()),
-        ("UIDGEN_TAG_START".to_owned(), "1".to_owned()),
-    ];
-    let config = uidgen_server::Config::load(None, env).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listen = config.listen;
-            let ids = tokio::task::spawn_blocking(move || uidgen_server::Ids::start(config))
-                .await
-                .unwrap()
-                .unwrap();
-            let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            uidgen_server::serve(listener, Arc::new(ids), std::future::pending())
-                .await
-                .unwrap();
-        });
-    });
-    rx.recv_timeout(Duration::from_secs(30)).unwrap()
 }

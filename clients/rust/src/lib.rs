@@ -212,18 +212,25 @@ impl Client {
     /// up and the next has not arrived, after a fetch. Blocks only then.
     pub fn next_id(&self, tag: &str) -> Result<u64, ClientError> {
         // The fast path: a load of the tags' map, a lookup and an atomic add.
-        if let Some(state) = self.inner.tags.load().get(tag) {
-            if let Some((id, prefetch)) = state.try_take() {
-                if prefetch {
-                    self.prefetch(Arc::clone(state));
-                }
-                return Ok(id);
-            }
+        if let Some(id) = self.taken_from_memory(tag) {
+            return Ok(id);
         }
         let tag = self.state(tag)?;
         tag.take(&self.inner.servers, &self.inner.options, |tag| {
             self.prefetch(tag)
         })
+    }
+
+    /// An ID of `tag` from its current range, if the tag is open and the range has one
+    /// left (a load of the tags' map, a lookup and an atomic add); never waits.
+    fn taken_from_memory(&self, tag: &str) -> Option<u64> {
+        let tags = self.inner.tags.load();
+        let state = tags.get(tag)?;
+        let (id, prefetch) = state.try_take()?;
+        if prefetch {
+            self.prefetch(Arc::clone(state));
+        }
+        Some(id)
     }
 
     /// One tag's IDs without the lookup of the tag on each call: for hot paths (its first
@@ -306,14 +313,8 @@ impl Client {
     /// [`next_id`](Self::next_id) for async code: from memory without awaiting, and on
     /// tokio's blocking pool when it must fetch.
     pub async fn next_id_async(&self, tag: &str) -> Result<u64, ClientError> {
-        let state = self.inner.tags.load().get(tag).cloned();
-        if let Some(state) = state {
-            if let Some((id, prefetch)) = state.try_take() {
-                if prefetch {
-                    self.prefetch(state);
-                }
-                return Ok(id);
-            }
+        if let Some(id) = self.taken_from_memory(tag) {
+            return Ok(id);
         }
         let (client, tag) = (self.clone(), tag.to_owned());
         tokio::task::spawn_blocking(move || client.next_id(&tag))

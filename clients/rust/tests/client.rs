@@ -3,83 +3,33 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::Arc;
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 use uidgen_client::{Client, ClientError};
 
+#[path = "../../../server/tests/support/mod.rs"]
+mod support;
+
 /// `uidgen-server` on a SQLite file of its own holding tag `order` (and tokens when given).
-struct Service {
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
+struct Service(support::TestServer);
 
 impl Service {
     fn start(vars: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("ids.sqlite3");
         // The tag is made in the store, not served by the service: a service that serves
         // it takes ranges of its own, between the client's.
-        uidgen::StoreUrl::parse(store.to_str().unwrap())
+        uidgen::StoreUrl::parse(dir.path().join("ids.sqlite3").to_str().unwrap())
             .unwrap()
             .segment_store()
             .unwrap()
             .create("order", 1, 1_000, "")
             .unwrap();
-        let mut env: Vec<(String, String)> = vec![
-            ("UIDGEN_STORE".into(), store.display().to_string()),
-            ("UIDGEN_LISTEN".into(), "127.0.0.1:0".into()),
-        ];
-        env.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let config = uidgen_server::Config::load(None, env).unwrap();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listen = config.listen;
-                let ids = tokio::task::spawn_blocking(move || uidgen_server::Ids::start(config))
-                    .await
-                    .unwrap()
-                    .unwrap();
-                let ids = Arc::new(ids);
-                let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                uidgen_server::serve(listener, ids, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        Self {
-            addr,
-            _dir: dir,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
+        let config = support::config_in(dir.path(), vars);
+        Self(support::TestServer::start_with(config, dir))
     }
 
     fn at(&self) -> String {
-        self.addr.to_string()
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.0.addr.to_string()
     }
 }
 
