@@ -460,7 +460,17 @@ fn a_worker_id_range_gives_the_snowflake_routes_a_worker_id_in_it() {
 
 #[test]
 fn a_ranges_taker_and_only_it_gives_the_unused_tail_back_while_no_range_came_after() {
-    let server = TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    // The tag is made in the store, not served by the service: a service that serves it
+    // prefetches ranges of its own between the test's (and a range taken after another
+    // stops that one's tail going back, as it should).
+    let dir = tempfile::tempdir().unwrap();
+    uidgen::StoreUrl::parse(dir.path().join("ids.sqlite3").to_str().unwrap())
+        .unwrap()
+        .segment_store()
+        .unwrap()
+        .create("order", 1, 1_000, "")
+        .unwrap();
+    let server = TestServer::start_with(support::config_in(dir.path(), &[]), dir);
     let take = |count: u64| {
         let answer = curl(&[
             "-X",
