@@ -237,7 +237,19 @@ pub use snowflake::ring;
 #[doc(hidden)]
 pub use wait::doorbell;
 
-/// The segment generator's chain of ranges, public only for uidgen's loom model checks.
-#[cfg(uidgen_loom)]
-#[doc(hidden)]
+/// The lock-free chain of ranges a [`SegmentGenerator`] hands its IDs out of, for code
+/// that leases ranges elsewhere and hands them out itself (`uidgen-client` does, from
+/// `uidgen serve`): one atomic add per ID, and a seal that says exactly which IDs were
+/// not handed out.
+///
+/// ```
+/// use uidgen::segment_chain::Chain;
+///
+/// let chain = Chain::new();
+/// chain.publish(100, 103).unwrap(); // IDs 100, 101 and 102
+/// assert_eq!(chain.take(|| {}), Some(100));
+/// let left = chain.seal();
+/// assert_eq!((left[0].next, left[0].end), (101, 103)); // 101 and 102 can go back
+/// assert_eq!(chain.take(|| {}), None);
+/// ```
 pub use segment::chain as segment_chain;

@@ -2,7 +2,8 @@
 //! 8 processes × 4 threads (or tasks) of one client take 250,000 IDs each, while a
 //! service they take from is SIGKILLed and started again on its address. No ID is taken twice across all
 //! of them, each thread's IDs increase, failovers are counted, and no take waits longer
-//! than the failover bound.
+//! than the failover bound. And what a client that breaks the protocol's give-back order
+//! costs (a gap and a false alarm, never a repeat).
 
 #![cfg(feature = "mysql")]
 
@@ -247,4 +248,58 @@ fn the_go_client_in_eight_processes_repeats_nothing_across_a_killed_service() {
         command.args(args(servers, tag, out));
         command
     });
+}
+
+/// A client that breaks PROTOCOL.md's give-back order across two processes (the newer
+/// range back to one, then the older range's tail to the other) costs a gap and a false
+/// alarm in the first, never a repeat: the counter is raised past all it handed out.
+#[test]
+fn a_give_back_out_of_order_across_processes_is_a_gap_and_an_alarm_never_a_repeat() {
+    let store = servers::mysql_url();
+    let tag = format!("clients-order-{}", servers::random_suffix());
+    // The tag is made in the store; the services serve no generator on it, whose
+    // prefetch would take ranges between the test's.
+    let created = Command::new(env!("CARGO_BIN_EXE_uidgen"))
+        .args(["segment", "create", "--store", &store, "--tag", &tag])
+        .args(["--step", "1000"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let a = Serve::start(&["--store", &store], &[]);
+    let b = Serve::start(&["--store", &store], &[]);
+    let take = |serve: &Serve| {
+        let path = format!("/v1/segment/{tag}/range?count=10");
+        let (status, body) = common::serve::curl(&["-X", "POST", &serve.url(&path)]);
+        assert_eq!(status, 200, "{body}");
+        let range: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let number = |field: &str| range[field].as_u64().unwrap();
+        let receipt = range["receipt"].as_str().unwrap().to_owned();
+        (number("first"), number("last"), receipt)
+    };
+    let give = |serve: &Serve, first: u64, receipt: &str| {
+        let path = format!("/v1/segment/{tag}/giveback?first={first}&receipt={receipt}");
+        let (status, body) = common::serve::curl(&["-X", "POST", &serve.url(&path)]);
+        assert_eq!(status, 200, "{body}");
+        body.contains("\"given_back\":true")
+    };
+    let (a_first, a_last, a_receipt) = take(&a);
+    let (b_first, b_last, b_receipt) = take(&b);
+    assert_eq!(b_first, a_last + 1);
+    // Against the protocol: b's range back, then a's older tail, so the counter is now
+    // below what b handed out.
+    assert!(give(&b, b_first, &b_receipt));
+    assert!(give(&a, a_first + 3, &a_receipt));
+    let (b_next, b_next_last, _) = take(&b);
+    assert!(
+        b_next > b_last,
+        "b handed out {b_next} again, which it handed out before (up to {b_last})"
+    );
+    let (a_next, _, _) = take(&a);
+    assert!(a_next > b_next_last, "a's next range {a_next} repeats b's");
+    let (_, a_stderr) = a.terminate();
+    let (_, b_stderr) = b.terminate();
+    assert!(
+        b_stderr.contains("lost data") && !a_stderr.contains("lost data"),
+        "b (not a) says its counter went back: a {a_stderr}, b {b_stderr}"
+    );
 }

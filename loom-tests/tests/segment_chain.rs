@@ -16,25 +16,32 @@ fn in_a_range(id: u64) -> bool {
         .any(|&(start, end)| (start..end).contains(&id))
 }
 
+/// A chain with the first two ranges published, and two takers taking `takes` times
+/// each (what they got, in their order).
+fn two_ranges_and_two_takers(takes: usize) -> (Arc<Chain>, Vec<thread::JoinHandle<Vec<u64>>>) {
+    let chain = Arc::new(Chain::new());
+    chain.publish(RANGES[0].0, RANGES[0].1).unwrap();
+    chain.publish(RANGES[1].0, RANGES[1].1).unwrap();
+    let takers = (0..2)
+        .map(|_| {
+            let chain = Arc::clone(&chain);
+            thread::spawn(move || {
+                (0..takes)
+                    .filter_map(|_| chain.take(|| {}))
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    (chain, takers)
+}
+
 /// Two takers take three times each while the third range is published into the slot
 /// of the first: every ID returned is in a published range, none twice, and each
 /// taker's IDs increase, however a taker is delayed between reading `head` and taking.
 #[test]
 fn takers_meet_a_reused_slot_and_stay_in_order() {
     loom::model(|| {
-        let chain = Arc::new(Chain::new());
-        chain.publish(RANGES[0].0, RANGES[0].1).unwrap();
-        chain.publish(RANGES[1].0, RANGES[1].1).unwrap();
-        let takers: Vec<_> = (0..2)
-            .map(|_| {
-                let chain = Arc::clone(&chain);
-                thread::spawn(move || {
-                    (0..3)
-                        .filter_map(|_| chain.take(|| {}))
-                        .collect::<Vec<u64>>()
-                })
-            })
-            .collect();
+        let (chain, takers) = two_ranges_and_two_takers(3);
         // The third range waits for a free slot: the first must be used up.
         let mut published_third = false;
         for _ in 0..3 {
@@ -113,5 +120,31 @@ fn moving_to_the_next_range_is_reported_once() {
         got.sort_unstable();
         assert_eq!(got, [10, 20]);
         assert_eq!(moved.load(loom::sync::atomic::Ordering::Relaxed), 1);
+    });
+}
+
+/// A seal while two takers take from two ranges splits every ID exactly: each one is
+/// either taken or in a tail the seal returns (from its `next` to its end), never both
+/// and never neither, and nothing is taken after the seal.
+#[test]
+fn a_seal_splits_the_ids_exactly_between_takers_and_tails() {
+    loom::model(|| {
+        let (chain, takers) = two_ranges_and_two_takers(2);
+        let left = chain.seal();
+        assert_eq!(chain.take(|| {}), None, "a take after the seal");
+        let mut taken: Vec<u64> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        taken.sort_unstable();
+        let mut tails: Vec<u64> = left.iter().flat_map(|r| r.next..r.end).collect();
+        tails.sort_unstable();
+        for id in &taken {
+            assert!(
+                tails.binary_search(id).is_err(),
+                "{id} taken and given back: {left:?}"
+            );
+        }
+        let mut all = taken.clone();
+        all.extend(&tails);
+        all.sort_unstable();
+        assert_eq!(all, [10, 11, 20, 21], "taken {taken:?}, tails {left:?}");
     });
 }

@@ -19,6 +19,13 @@
 //!   `number == k` means the `end` read is range `k`'s. The cursor the add reads is then
 //!   range `k`'s or a later one's, and a later range's IDs are all at or above range
 //!   `k`'s end: `id < end` means the ID is range `k`'s.
+//! - `seal` swaps every live range's cursor to [`MAX_END`] (AcqRel): a cursor's adds and
+//!   the swap are one chain of RMWs, so each add before the swap got an ID below the
+//!   value the swap returns and each add after it gets one at or past every end. What
+//!   the swap returns is exactly where the range's unused tail starts.
+//!
+//! Public for the segment generator's loom models and for `uidgen-client`, which hands
+//! out ranges leased from `uidgen serve` with the same chain.
 
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
@@ -29,6 +36,11 @@ pub const SLOTS: u64 = 16;
 /// Slots in a chain under loom: two, so a short model reuses a slot.
 #[cfg(uidgen_loom)]
 pub const SLOTS: u64 = 2;
+
+/// The highest end a range may have: [`Chain::seal`] moves every cursor here, past any
+/// range's end, with room above for as many adds as any process could make (IDs fit in a
+/// signed 64-bit column, so no store hands out one this high).
+pub const MAX_END: u64 = 1 << 63;
 
 /// Written by `publish` only; read by takers on every take (kept apart from the cursor,
 /// whose line every take writes).
@@ -158,9 +170,10 @@ impl Chain {
     }
 
     /// Appends the range `[start, end)`; one publisher at a time (the generator holds its
-    /// fetch lock). Ranges must increase: `start` at or above the last range's end.
+    /// fetch lock). Ranges must increase: `start` at or above the last range's end, and
+    /// `end` at most [`MAX_END`].
     pub fn publish(&self, start: u64, end: u64) -> Result<(), ChainFull> {
-        debug_assert!(start < end);
+        debug_assert!(start < end && end <= MAX_END);
         let number = self.published.load(Ordering::Relaxed);
         if number >= self.head.load(Ordering::Acquire) + SLOTS {
             return Err(ChainFull);
@@ -176,6 +189,31 @@ impl Chain {
         slot.meta.end.store(end, Ordering::Release);
         self.published.store(number + 1, Ordering::Release);
         Ok(())
+    }
+
+    /// Stops every take for good and returns, for the current range and those ahead
+    /// (oldest first), where its unused tail starts (`next`): each ID of a range below
+    /// its `next` was handed out (or burnt by a stale taker), and none from `next` on
+    /// ever will be, so the tails can go back to the store. Ranges `head` moved past are
+    /// used up and not listed. Nothing may be published after (the caller's publish lock
+    /// and its closed flag see to it): a publish would reopen a slot.
+    pub fn seal(&self) -> Vec<RangeLeft> {
+        let head = self.head.load(Ordering::Acquire);
+        let published = self.published.load(Ordering::Acquire);
+        (head..published)
+            .filter_map(|number| {
+                let slot = self.slot(number);
+                let end = slot.meta.end.load(Ordering::Acquire);
+                let start = slot.meta.start.load(Ordering::Relaxed);
+                (slot.meta.number.load(Ordering::Relaxed) == number).then(|| {
+                    let next = slot
+                        .cursor
+                        .swap(MAX_END, Ordering::AcqRel)
+                        .clamp(start, end);
+                    RangeLeft { start, next, end }
+                })
+            })
+            .collect()
     }
 
     /// Ranges after the current one.

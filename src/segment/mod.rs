@@ -13,9 +13,6 @@
 //! - `residue`: [`ResidueSegmentGenerator`], one tag over several stores, each handing
 //!   out its own residue class.
 
-#[cfg(not(uidgen_loom))]
-mod chain;
-#[cfg(uidgen_loom)]
 pub mod chain;
 #[cfg(not(uidgen_loom))]
 mod error;

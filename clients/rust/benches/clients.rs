@@ -56,7 +56,14 @@ fn main() {
     } else {
         (20_000, 200)
     };
-    let server = support::TestServer::start(&[("UIDGEN_TAGS", "order")]);
+    // Ranges up to the size the in-process generator's steps grow to (1,000,000, its
+    // DEFAULT_MAX_STEP), so both rows hand out the same ranges' worth between fetches; at
+    // the service's default cap (100,000) a client past some 100M IDs/s waits on fetches.
+    let max = uidgen::DEFAULT_MAX_STEP;
+    let server = support::TestServer::start(&[
+        ("UIDGEN_TAGS", "order"),
+        ("UIDGEN_MAX_COUNT", &max.to_string()),
+    ]);
     let (service, store) = (server.addr, server.store_path());
 
     let url = StoreUrl::parse(store.to_str().unwrap()).unwrap();
@@ -66,7 +73,10 @@ fn main() {
         generator.next_id().unwrap()
     });
 
-    let client = Client::builder([service.to_string()]).build().unwrap();
+    let client = Client::builder([service.to_string()])
+        .range_sizes(1_000, max)
+        .build()
+        .unwrap();
     let order = client.tag("order").unwrap();
     let handle = measure(
         "`uidgen_client::TagIds::next_id` (`client.tag(\"order\")`, the same ranges)",

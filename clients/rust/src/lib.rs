@@ -18,12 +18,11 @@ mod error;
 mod range;
 mod servers;
 mod snowflake;
+mod tags;
 
-use arc_swap::ArcSwap;
 pub use error::ClientError;
 use range::Tag;
 use servers::Servers;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -134,7 +133,7 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 servers: Arc::new(servers),
                 options: self.options,
-                tags: ArcSwap::from_pointee(HashMap::default()),
+                tags: tags::OpenTags::default(),
                 opening: Mutex::new(()),
                 snowflakes: snowflake::Snowflakes::default(),
                 closed: std::sync::atomic::AtomicBool::new(false),
@@ -152,15 +151,14 @@ pub struct TagIds {
 
 impl TagIds {
     /// The tag's next ID, as [`Client::next_id`] gives it.
+    #[inline]
     pub fn next_id(&self) -> Result<u64, ClientError> {
         let inner = &self.client.inner;
-        self.state.take(&inner.servers, &inner.options, |tag| {
-            self.client.prefetch(tag)
+        self.state.take(&inner.servers, &inner.options, || {
+            self.client.prefetch(Arc::clone(&self.state))
         })
     }
 }
-
-type Tags = HashMap<String, Arc<Tag>, foldhash::fast::RandomState>;
 
 /// A client: share it between threads (it is cheap to clone; clones share everything).
 #[derive(Clone)]
@@ -171,9 +169,8 @@ pub struct Client {
 struct Inner {
     servers: Arc<Servers>,
     options: Options,
-    /// Every tag's state, replaced whole when a tag is added (tags are few and read on
-    /// every ID: a load, no lock).
-    tags: ArcSwap<Tags>,
+    /// Every open tag's state, read on every ID without a lock.
+    tags: tags::OpenTags,
     /// One tag opened at a time.
     opening: Mutex<()>,
     snowflakes: snowflake::Snowflakes,
@@ -211,26 +208,22 @@ impl Client {
     /// The next ID of segment tag `tag`: from memory, or, when the current range is used
     /// up and the next has not arrived, after a fetch. Blocks only then.
     pub fn next_id(&self, tag: &str) -> Result<u64, ClientError> {
-        // The fast path: a load of the tags' map, a lookup and an atomic add.
+        // The fast path: the tag found without a lock, and an atomic add.
         if let Some(id) = self.taken_from_memory(tag) {
             return Ok(id);
         }
         let tag = self.state(tag)?;
-        tag.take(&self.inner.servers, &self.inner.options, |tag| {
-            self.prefetch(tag)
+        tag.take(&self.inner.servers, &self.inner.options, || {
+            self.prefetch(Arc::clone(&tag))
         })
     }
 
     /// An ID of `tag` from its current range, if the tag is open and the range has one
-    /// left (a load of the tags' map, a lookup and an atomic add); never waits.
+    /// left (the tag found without a lock, and an atomic add); never waits.
+    #[inline]
     fn taken_from_memory(&self, tag: &str) -> Option<u64> {
-        let tags = self.inner.tags.load();
-        let state = tags.get(tag)?;
-        let (id, prefetch) = state.try_take()?;
-        if prefetch {
-            self.prefetch(Arc::clone(state));
-        }
-        Some(id)
+        let state = self.inner.tags.get(tag)?;
+        state.try_take(&self.inner.options, &|| self.prefetch(Arc::clone(state)))
     }
 
     /// One tag's IDs without the lookup of the tag on each call: for hot paths (its first
@@ -269,7 +262,7 @@ impl Client {
 
     /// The size the next range of `tag` will be asked for (it follows the rate).
     pub fn next_range_size(&self, tag: &str) -> Option<u64> {
-        self.inner.tags.load().get(tag).map(|t| t.next_count())
+        self.inner.tags.find(tag).map(|t| t.next_count())
     }
 
     /// Hands nothing out any more, and gives back the unused part of every tag's ranges
@@ -279,31 +272,29 @@ impl Client {
     /// errors say where.
     pub fn close(&self) -> Vec<ClientError> {
         self.inner.closed.store(true, Ordering::Release);
-        let tags: Vec<Arc<Tag>> = self.inner.tags.load().values().cloned().collect();
+        let tags = self.inner.tags.all();
         tags.iter()
             .flat_map(|tag| tag.close(&self.inner.servers))
             .collect()
     }
 
     fn state(&self, name: &str) -> Result<Arc<Tag>, ClientError> {
-        if let Some(tag) = self.inner.tags.load().get(name) {
-            return Ok(Arc::clone(tag));
+        if let Some(tag) = self.inner.tags.find(name) {
+            return Ok(tag);
         }
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(ClientError::Closed);
         }
         let _one = self.inner.opening.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tag) = self.inner.tags.load().get(name) {
-            return Ok(Arc::clone(tag));
+        if let Some(tag) = self.inner.tags.find(name) {
+            return Ok(tag);
         }
         let opened = Arc::new(Tag::open(name, &self.inner.servers, &self.inner.options)?);
         if self.inner.closed.load(Ordering::Acquire) {
             opened.close(&self.inner.servers);
             return Err(ClientError::Closed);
         }
-        let mut tags = Tags::clone(&self.inner.tags.load());
-        tags.insert(name.to_owned(), Arc::clone(&opened));
-        self.inner.tags.store(Arc::new(tags));
+        self.inner.tags.insert(Arc::clone(&opened));
         Ok(opened)
     }
 }

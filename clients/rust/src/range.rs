@@ -1,31 +1,31 @@
-//! A segment tag's ranges in a client: the current one, handed out by one atomic add, and
-//! at most one next one, fetched in the background once a share of the current one is
-//! used. IDs go out in increasing order per thread, all of the current range before any
-//! of the next.
+//! A segment tag's ranges in a client, handed out from uidgen's chain of ranges
+//! (`uidgen::segment_chain`, loom-checked): one atomic add per ID on a fixed slot, as the
+//! in-process segment generator takes. Each fetched range goes into the chain as two
+//! pieces, split where `prefetch_share` of it is handed out, so that the taker who moves
+//! into the second piece is the one who has the next range fetched. IDs go out in
+//! increasing order per thread, all of the current range before any of the next.
+//! Closing seals the chain, which says exactly where each range's unused tail starts.
 
 use crate::error::ClientError;
 use crate::servers::Servers;
 use crate::Options;
-use arc_swap::ArcSwap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
+use uidgen::segment_chain::{Chain, RangeLeft, MAX_END};
 
-/// Where a closed range's cursor is moved: past any range's end, with room for every
-/// thread's add after it.
-const SEALED: u64 = u64::MAX / 2;
-
-/// One range: `first..=last`, handed out from `cursor`.
+/// A range fetched from a server: `first..=last`.
 #[derive(Debug)]
-pub(crate) struct Range {
+struct Fetched {
+    first: u64,
     last: u64,
-    cursor: AtomicU64,
-    /// The ID whose taker asks for the next range.
-    prefetch_at: u64,
+    /// Where its second piece starts (`last + 1` when it is one piece).
+    split: u64,
     server: usize,
     receipt: String,
-    /// When it became the current range.
-    since: Mutex<Option<Instant>>,
+    /// When its first ID was taken.
+    since: Option<Instant>,
 }
 
 #[derive(serde::Deserialize)]
@@ -36,10 +36,12 @@ struct RangeBody {
     receipt: String,
 }
 
-/// The next range, and whether one is being fetched.
+/// What only the slow path touches: the ranges in the chain and the fetch in flight.
 #[derive(Default)]
-struct Next {
-    range: Option<Arc<Range>>,
+struct State {
+    /// The ranges in the chain that may have IDs left, oldest first: the current one and
+    /// at most one next.
+    fetched: VecDeque<Fetched>,
     fetching: bool,
     /// The last background fetch failed: the taker that needs it fetches again.
     failed: Option<ClientError>,
@@ -47,8 +49,8 @@ struct Next {
 
 pub(crate) struct Tag {
     name: String,
-    current: ArcSwap<Range>,
-    next: Mutex<Next>,
+    chain: Chain,
+    state: Mutex<State>,
     arrived: Condvar,
     /// The size the next range is asked for.
     count: AtomicU64,
@@ -62,107 +64,159 @@ impl Tag {
         servers: &Servers,
         options: &Options,
     ) -> Result<Self, ClientError> {
-        let first = fetch(name, servers, options.min_count, options.prefetch_share)?;
-        *first.since.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        Ok(Self {
+        let tag = Self {
             name: name.to_owned(),
-            current: ArcSwap::from(Arc::new(first)),
-            next: Mutex::new(Next::default()),
+            chain: Chain::new(),
+            state: Mutex::new(State::default()),
             arrived: Condvar::new(),
             count: AtomicU64::new(options.min_count),
             closed: AtomicBool::new(false),
-        })
+        };
+        let first = fetch(name, servers, options.min_count, options.prefetch_share)?;
+        tag.publish(&mut tag.lock(), first)?;
+        Ok(tag)
     }
 
-    /// An ID, taking the next range when the current one is used up. `prefetch` is
-    /// called (once per range) when the next range should be fetched in the background.
-    pub(crate) fn take(
-        self: &Arc<Self>,
-        servers: &Arc<Servers>,
-        options: &Options,
-        prefetch: impl Fn(Arc<Self>),
-    ) -> Result<u64, ClientError> {
-        loop {
-            let range = self.current.load();
-            let id = range.cursor.fetch_add(1, Ordering::AcqRel);
-            if id <= range.last {
-                if id == range.prefetch_at {
-                    prefetch(Arc::clone(self));
-                }
-                return Ok(id);
-            }
-            if self.closed.load(Ordering::Acquire) {
-                return Err(ClientError::Closed);
-            }
-            self.advance(&range, servers, options)?;
+    /// The tag's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A tag with no ranges that hands nothing out (for tests of the tags' table).
+    #[cfg(test)]
+    pub(crate) fn closed_for_test(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            chain: Chain::new(),
+            state: Mutex::new(State::default()),
+            arrived: Condvar::new(),
+            count: AtomicU64::new(1),
+            closed: AtomicBool::new(true),
         }
     }
 
-    /// An ID from the current range if it has one left, and whether its taker should
-    /// have the next range fetched; never waits.
-    pub(crate) fn try_take(&self) -> Option<(u64, bool)> {
-        let range = self.current.load();
-        let id = range.cursor.fetch_add(1, Ordering::AcqRel);
-        (id <= range.last).then_some((id, id == range.prefetch_at))
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Moves past the used-up `old`: to the next range if it is here, else waits for the
-    /// fetch in flight, else fetches in this thread.
-    fn advance(
+    /// An ID, fetching a range when the chain has none left. `prefetch` is called when
+    /// the next range should be fetched in the background (once per range).
+    #[inline]
+    pub(crate) fn take(
         &self,
-        old: &Arc<Range>,
         servers: &Servers,
         options: &Options,
-    ) -> Result<(), ClientError> {
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        prefetch: impl Fn(),
+    ) -> Result<u64, ClientError> {
         loop {
-            // Checked under the lock `close` takes: nothing is fetched or switched to after.
+            if let Some(id) = self.try_take(options, &prefetch) {
+                return Ok(id);
+            }
+            self.refill(servers, options)?;
+        }
+    }
+
+    /// An ID from the ranges in the chain, if one is left; never waits.
+    #[inline(always)]
+    pub(crate) fn try_take(&self, options: &Options, prefetch: &impl Fn()) -> Option<u64> {
+        self.chain.take(|| {
+            if self.moved(options) {
+                prefetch();
+            }
+        })
+    }
+
+    /// The chain moved to its next piece: into a range's first piece (its clock starts,
+    /// and the range size follows how long the last one lasted) or into its second piece
+    /// (time to fetch the next range, unless it is here or on its way). Whether to fetch.
+    #[cold]
+    fn moved(&self, options: &Options) -> bool {
+        let Some(current) = self.chain.ranges().first().map(|r| r.start) else {
+            return false;
+        };
+        let mut state = self.lock();
+        while state.fetched.len() > 1 && state.fetched[0].last < current {
+            let done = state.fetched.pop_front().expect("two or more");
+            if let Some(since) = done.since {
+                self.adapt(since, options);
+            }
+        }
+        let Some(range) = state.fetched.front_mut() else {
+            return false;
+        };
+        if range.since.is_none() && current >= range.first {
+            range.since = Some(Instant::now());
+        }
+        // A one-piece range (a single ID) asks for the next as soon as it is current.
+        (current >= range.split || range.split > range.last)
+            && state.fetched.len() == 1
+            && !state.fetching
+            && !self.closed.load(Ordering::Acquire)
+    }
+
+    /// The chain has nothing left: waits for the fetch in flight, else fetches in this
+    /// thread. Returns once the chain may have IDs again.
+    #[cold]
+    fn refill(&self, servers: &Servers, options: &Options) -> Result<(), ClientError> {
+        let mut state = self.lock();
+        loop {
+            // Checked under the lock `close` takes: nothing is fetched or published after.
             if self.closed.load(Ordering::Acquire) {
                 return Err(ClientError::Closed);
             }
-            if !Arc::ptr_eq(&self.current.load(), old) {
+            if self.chain.ids_left() > 0 {
                 return Ok(());
             }
-            if let Some(range) = next.range.take() {
-                self.adapt(old, options);
-                *range.since.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-                self.current.store(range);
-                return Ok(());
-            }
-            if !next.fetching {
-                next.fetching = true;
-                next.failed = None;
-                drop(next);
+            if !state.fetching {
+                state.fetching = true;
+                state.failed = None;
+                drop(state);
                 let fetched = fetch(
                     &self.name,
                     servers,
                     self.count.load(Ordering::Relaxed),
                     options.prefetch_share,
                 );
-                next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-                next.fetching = false;
+                state = self.lock();
+                state.fetching = false;
                 self.arrived.notify_all();
-                match fetched {
-                    Ok(range) => next.range = Some(Arc::new(range)),
-                    Err(e) => return Err(e),
-                }
+                self.publish(&mut state, fetched?)?;
                 continue;
             }
-            next = self.arrived.wait(next).unwrap_or_else(|p| p.into_inner());
-            if let Some(e) = next.failed.take() {
+            state = self.arrived.wait(state).unwrap_or_else(|p| p.into_inner());
+            if let Some(e) = state.failed.take() {
                 return Err(e);
             }
         }
     }
 
+    /// Puts `range` into the chain after the others, as its two pieces; under the state
+    /// lock, the only place anything is published. Even when the client was closed
+    /// during the fetch: `close` waits for the fetch in flight, then seals the chain,
+    /// which finds this range's tail to give back.
+    fn publish(&self, state: &mut State, range: Fetched) -> Result<(), ClientError> {
+        // At most the current range and the next are live (four pieces): the chain has
+        // room for them.
+        for (start, end) in [(range.first, range.split), (range.split, range.last + 1)] {
+            if start < end && self.chain.publish(start, end).is_err() {
+                return Err(ClientError::Unavailable(vec![(
+                    self.name.clone(),
+                    "more ranges fetched ahead than the client keeps".into(),
+                )]));
+            }
+        }
+        state.fetched.push_back(range);
+        Ok(())
+    }
+
     /// The background fetch of the next range.
     pub(crate) fn prefetch(&self, servers: &Servers, options: &Options) {
         {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-            if next.fetching || next.range.is_some() || self.closed.load(Ordering::Acquire) {
+            let mut state = self.lock();
+            if state.fetching || state.fetched.len() > 1 || self.closed.load(Ordering::Acquire) {
                 return;
             }
-            next.fetching = true;
+            state.fetching = true;
         }
         let fetched = fetch(
             &self.name,
@@ -170,21 +224,23 @@ impl Tag {
             self.count.load(Ordering::Relaxed),
             options.prefetch_share,
         );
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        next.fetching = false;
+        let mut state = self.lock();
+        state.fetching = false;
         match fetched {
-            Ok(range) => next.range = Some(Arc::new(range)),
-            Err(e) => next.failed = Some(e),
+            Ok(range) => {
+                if let Err(e) = self.publish(&mut state, range) {
+                    state.failed = Some(e);
+                }
+            }
+            Err(e) => state.failed = Some(e),
         }
         self.arrived.notify_all();
     }
 
-    /// The next range's size from how long `old` lasted: doubled when used up sooner than
-    /// the target, halved when it lasted over twice the target.
-    fn adapt(&self, old: &Range, options: &Options) {
-        let Some(since) = *old.since.lock().unwrap_or_else(|p| p.into_inner()) else {
-            return;
-        };
+    /// The next range's size from how long the last one lasted (since its first ID was
+    /// taken): doubled when used up sooner than the target, halved when it lasted over
+    /// twice the target.
+    fn adapt(&self, since: Instant, options: &Options) {
         let lasted = since.elapsed();
         let count = self.count.load(Ordering::Relaxed);
         let target = options.target;
@@ -207,37 +263,49 @@ impl Tag {
     /// the current range's tail if both came from one server process, each to the server
     /// that handed it out.
     pub(crate) fn close(&self, servers: &Servers) -> Vec<ClientError> {
-        self.closed.store(true, Ordering::Release);
-        let mut failed = Vec::new();
-        let next = {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-            while next.fetching {
-                next = self.arrived.wait(next).unwrap_or_else(|p| p.into_inner());
+        let fetched = {
+            let mut state = self.lock();
+            self.closed.store(true, Ordering::Release);
+            while state.fetching {
+                state = self.arrived.wait(state).unwrap_or_else(|p| p.into_inner());
             }
-            next.range.take()
+            std::mem::take(&mut state.fetched)
         };
-        let next_server = next.as_ref().map(|next| next.server);
-        if let Some(next) = next {
-            let unused = next.cursor.swap(SEALED, Ordering::AcqRel);
-            give_back(&self.name, servers, &next, unused, &mut failed);
-        }
-        let current = self.current.load_full();
-        let unused = current.cursor.swap(SEALED, Ordering::AcqRel);
-        // The tail only to the process that took the next range back (or when there is
-        // none): after another process's range went back, it would sit below what that
-        // process last handed out, which its data-loss check takes for a store that went
-        // back.
-        if next_server.is_none_or(|server| server == current.server) {
-            give_back(&self.name, servers, &current, unused, &mut failed);
+        let left = self.chain.seal();
+        let mut failed = Vec::new();
+        // Newest first: a range goes back only after every range taken after it did, and
+        // only to the process the newer one went back to.
+        let mut went_back_to = None;
+        for range in fetched.iter().rev() {
+            let Some(unused) = unused_from(range, &left) else {
+                break;
+            };
+            if went_back_to.is_some_and(|server| server != range.server) {
+                break;
+            }
+            // The tail only to the process that took the newer range back: after another
+            // process's range went back, it would sit below what that process last
+            // handed out, which its data-loss check takes for a store that went back.
+            give_back(&self.name, servers, range, unused, &mut failed);
+            went_back_to = Some(range.server);
         }
         failed
     }
 }
 
+/// Where `range`'s unused tail starts, from the pieces the seal found (`None` when all
+/// of it was handed out).
+fn unused_from(range: &Fetched, left: &[RangeLeft]) -> Option<u64> {
+    left.iter()
+        .filter(|piece| (range.first..=range.last).contains(&piece.start))
+        .find(|piece| piece.next < piece.end)
+        .map(|piece| piece.next)
+}
+
 fn give_back(
     tag: &str,
     servers: &Servers,
-    range: &Range,
+    range: &Fetched,
     unused: u64,
     failed: &mut Vec<ClientError>,
 ) {
@@ -254,8 +322,9 @@ fn give_back(
     }
 }
 
-/// A range of `count` IDs of `tag`, from whichever server answers.
-fn fetch(tag: &str, servers: &Servers, count: u64, share: f64) -> Result<Range, ClientError> {
+/// A range of `count` IDs of `tag`, from whichever server answers, split where `share`
+/// of it is handed out.
+fn fetch(tag: &str, servers: &Servers, count: u64, share: f64) -> Result<Fetched, ClientError> {
     let path = format!("/v1/segment/{}/range?count={count}", encode(tag));
     let answer = servers.call("POST", &path)?;
     let bad = |why: &str| {
@@ -270,18 +339,22 @@ fn fetch(tag: &str, servers: &Servers, count: u64, share: f64) -> Result<Range, 
     let body: RangeBody =
         serde_json::from_str(&answer.body).map_err(|_| bad("an answer that is not a range"))?;
     let (first, last): (u64, u64) = match (body.first_str.parse(), body.last_str.parse()) {
-        (Ok(first), Ok(last)) if first <= last => (first, last),
+        (Ok(first), Ok(last)) if first <= last && last < MAX_END => (first, last),
+        (Ok(_), Ok(last)) if last >= MAX_END => {
+            return Err(bad("a range past 2^63 - 1, the highest ID a store holds"))
+        }
         _ => return Err(bad("a range with no ID in it")),
     };
     let len = last - first + 1;
-    let prefetch_at = first + ((len as f64 * share) as u64).min(len - 1);
-    Ok(Range {
+    // At least one ID in each piece, when there are two.
+    let split = first + ((len as f64 * share) as u64).clamp(1, len);
+    Ok(Fetched {
+        first,
         last,
-        cursor: AtomicU64::new(first),
-        prefetch_at,
+        split,
         server: answer.server,
         receipt: body.receipt,
-        since: Mutex::new(None),
+        since: None,
     })
 }
 

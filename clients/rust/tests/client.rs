@@ -130,6 +130,56 @@ fn closing_gives_the_unused_tail_back_and_nothing_is_handed_out_after() {
 }
 
 #[test]
+fn closing_while_threads_take_gives_back_exactly_what_no_thread_got() {
+    let service = Service::start(&[]);
+    for round in 0..5 {
+        let client = Client::builder([service.at()])
+            .range_sizes(100, 100)
+            .build()
+            .unwrap();
+        let first = client.next_id("order").unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let client = client.clone();
+                std::thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    loop {
+                        match client.next_id("order") {
+                            Ok(id) => ids.push(id),
+                            Err(ClientError::Closed) => return ids,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20 + 15 * round));
+        assert!(client.close().is_empty());
+        let mut taken = vec![first];
+        for thread in threads {
+            taken.extend(thread.join().unwrap());
+        }
+        taken.sort_unstable();
+        // One client on the tag: its ranges follow one another in the store, so what it
+        // handed out is every ID from its first on, and the next client goes on right
+        // after the last: nothing handed out twice, nothing given back that was taken,
+        // nothing taken left out of the give-back.
+        let expected: Vec<u64> = (first..first + taken.len() as u64).collect();
+        assert!(
+            taken == expected,
+            "round {round}: not every ID from {first} once"
+        );
+        let next = Client::builder([service.at()]).build().unwrap();
+        assert_eq!(
+            next.next_id("order").unwrap(),
+            first + taken.len() as u64,
+            "round {round}: the tail that went back"
+        );
+        assert!(next.close().is_empty());
+    }
+}
+
+#[test]
 fn failover_passes_refused_failing_and_hanging_servers_within_the_bound() {
     let service = Service::start(&[]);
     let servers = [refused(), fake(Some(500)), fake(None), service.at()];

@@ -1,4 +1,4 @@
-import { ClosedError, RefusedError, ServerFailure, UnavailableError } from "./errors";
+import { ClosedError, GivebackFailure, RefusedError, ServerFailure, UnavailableError } from "./errors";
 
 export interface ClientOptions {
   /** `host:port` or `http(s)://…` base URLs; a string may hold several, comma-separated. */
@@ -108,7 +108,7 @@ export class Client {
   private snow: SnowBatch | undefined;
   private snowFetching: Promise<void> | undefined;
   private closed = false;
-  private closing: Promise<void> | undefined;
+  private closing: Promise<GivebackFailure[]> | undefined;
 
   constructor(options: ClientOptions) {
     const list = typeof options.servers === "string" ? options.servers.split(",") : options.servers;
@@ -170,8 +170,12 @@ export class Client {
     return this.snowflakeSlow();
   }
 
-  /** Hands nothing out from now on and gives the unused IDs back to the servers that handed them out. */
-  close(): Promise<void> {
+  /**
+   * Hands nothing out from now on and gives the unused IDs back to the servers that handed
+   * them out. Resolves (never rejects) to the give-backs that failed, each only a gap in its
+   * tag's IDs: empty when everything went back. A second call resolves to the first's.
+   */
+  close(): Promise<GivebackFailure[]> {
     if (this.closing) return this.closing;
     this.closed = true;
     this.snow = undefined;
@@ -179,7 +183,7 @@ export class Client {
       // A range still on its way must be given back too, so let it land first.
       await Promise.allSettled([...this.tags.values()].map((st) => st.fetching));
       await Promise.allSettled([this.snowFetching]);
-      const jobs: Promise<void>[] = [];
+      const jobs: Promise<(GivebackFailure | undefined)[]>[] = [];
       for (const [tag, st] of this.tags) {
         const next = st.next;
         const current = st.current;
@@ -188,18 +192,20 @@ export class Client {
         jobs.push(
           (async () => {
             // The next range first: only the tag's latest range can go back to the store.
-            if (next) await this.giveBack(tag, next, next.first);
+            const failed = [next && (await this.giveBack(tag, next, next.first))];
             // The tail only to the process that took the next range back (or when there
             // is none): after another process's range went back, it would sit below what
             // that process last handed out, which its data-loss check takes for a store
             // that went back.
             if (current && (!next || next.server === current.server)) {
-              await this.giveBack(tag, current, current.next);
+              failed.push(await this.giveBack(tag, current, current.next));
             }
+            return failed;
           })(),
         );
       }
-      await Promise.all(jobs);
+      const failed = (await Promise.all(jobs)).flat();
+      return failed.filter((f): f is GivebackFailure => f !== undefined);
     })();
     return this.closing;
   }
@@ -415,13 +421,16 @@ export class Client {
     }
   }
 
-  /** Offers `first..=last` back to the server that handed the range out; a failure only leaves a gap. */
-  private async giveBack(tag: string, range: Held, first: bigint): Promise<void> {
-    if (range.receipt === undefined || first > range.last) return;
+  /** Offers `first..=last` back to the server that handed the range out; what failed, if it did (only a gap). */
+  private async giveBack(tag: string, range: Held, first: bigint): Promise<GivebackFailure | undefined> {
+    if (range.receipt === undefined || first > range.last) return undefined;
     const path =
       `/v1/segment/${encodeURIComponent(tag)}/giveback` +
       `?first=${first}&receipt=${encodeURIComponent(range.receipt)}`;
-    await this.attempt("POST", range.server, path, () => undefined);
+    const r = await this.attempt("POST", range.server, path, () => undefined);
+    if (r.kind === "ok") return undefined;
+    const answer = r.kind === "refused" ? r.error.message : r.answer;
+    return { tag, server: range.server, first, last: range.last, answer };
   }
 }
 

@@ -43,3 +43,14 @@ export class ClosedError extends Error {
     super("the uidgen client is closed");
   }
 }
+
+/** A give-back `close()` could not make: the IDs `first..=last` of `tag` are only a gap, never handed out. */
+export interface GivebackFailure {
+  tag: string;
+  /** The base URL of the server that handed the range out (only it can take it back). */
+  server: string;
+  first: bigint;
+  last: bigint;
+  /** What the server answered, or why there was no answer. */
+  answer: string;
+}

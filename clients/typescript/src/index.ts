@@ -1,4 +1,4 @@
 export { Client } from "./client";
 export type { ClientOptions } from "./client";
 export { RefusedError, UnavailableError, ClosedError } from "./errors";
-export type { ServerFailure } from "./errors";
+export type { GivebackFailure, ServerFailure } from "./errors";

@@ -287,6 +287,39 @@ test("close gives back the next range whole, and the current tail only to the sa
   }
 });
 
+test("close resolves to the give-backs that failed, naming the tag, the server, the IDs and the answer", async () => {
+  const store = new Store();
+  let givebacksFail = false;
+  const srv = await idServer({
+    store,
+    override: (req, res) => {
+      if (givebacksFail && req.path.endsWith("/giveback")) {
+        json(res, 503, { error: "the store failed: down for a test", status: 503 });
+        return true;
+      }
+      return false;
+    },
+  });
+  const ok = new Client({ servers: [srv.addr], minCount: 10, maxCount: 10, random: first });
+  const failing = new Client({ servers: [srv.addr], minCount: 10, maxCount: 10, random: first });
+  try {
+    await ok.nextIds("order", 3);
+    assert.deepEqual(await ok.close(), [], "everything went back");
+    const [firstId] = await failing.nextIds("order", 3);
+    givebacksFail = true;
+    const failed = await failing.close();
+    assert.equal(failed.length, 1, JSON.stringify(failed, (_, v) => (typeof v === "bigint" ? String(v) : v)));
+    assert.equal(failed[0].tag, "order");
+    assert.equal(failed[0].server, srv.url);
+    assert.equal(failed[0].first, firstId + 3n);
+    assert.equal(failed[0].last, firstId + 9n);
+    assert.match(failed[0].answer, /503.*down for a test/);
+    assert.equal(await failing.close(), failed, "a second close resolves to the first's");
+  } finally {
+    await srv.close();
+  }
+});
+
 test("IDs above 2^53 are exact bigints (ranges and snowflakes near 2^63)", async () => {
   const start = 2n ** 63n - 2500n;
   const store = new Store(start, 2n ** 63n + 12345n);
