@@ -6,7 +6,7 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use uidgen::segment_chain::{Chain, ChainFull};
+use uidgen::segment_chain::{Chain, PublishError};
 
 const RANGES: [(u64, u64); 3] = [(10, 12), (20, 22), (30, 32)];
 
@@ -50,7 +50,8 @@ fn takers_meet_a_reused_slot_and_stay_in_order() {
                     published_third = true;
                     break;
                 }
-                Err(ChainFull) => thread::yield_now(),
+                Err(PublishError::Full) => thread::yield_now(),
+                Err(e) => panic!("{e:?}"),
             }
         }
         let mut all = Vec::new();
@@ -87,7 +88,7 @@ fn a_full_chain_refuses_a_publish() {
         assert_eq!(chain.take(|| {}), Some(10));
         assert_eq!(
             chain.publish(RANGES[2].0, RANGES[2].1),
-            Err(ChainFull),
+            Err(PublishError::Full),
             "range 0 is still current"
         );
         let rest: Vec<u64> = std::iter::from_fn(|| chain.take(|| {})).collect();

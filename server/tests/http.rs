@@ -170,13 +170,7 @@ fn a_repeated_parameter_is_a_400_naming_it() {
             "bizType",
         ),
     ] {
-        let answer = get(&server, path);
-        assert_eq!(answer.status, 400, "{path}: {}", answer.body);
-        assert!(
-            answer.body.contains(name) && answer.body.contains("more than once"),
-            "{path}: {}",
-            answer.body
-        );
+        support::assert_refused(&server, path, &[name, "more than once"]);
     }
     // In the query and the form body at once counts too.
     let answer = curl(&[

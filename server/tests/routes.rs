@@ -231,6 +231,19 @@ fn hostile_requests_get_a_4xx_naming_the_problem_and_the_limit() {
     assert!(answer.body.contains("128 characters"), "{}", answer.body);
     let answer = get(&server, "/v1/segment/bad%0Atag");
     assert_eq!(answer.status, 400, "{}", answer.body);
+    // A path that is not UTF-8 once decoded: the same JSON refusal on every route.
+    for path in [
+        "/v1/segment/%FF",
+        "/api/segment/get/a%C3%28",
+        "/v1/decode/%80",
+        "/machines/%FE?instanceId=a",
+    ] {
+        support::assert_refused(
+            &server,
+            path,
+            &["\"error\":\"the request path is not UTF-8"],
+        );
+    }
     let answer = get(&server, "/v1/segment/unknown-tag");
     assert_eq!(answer.status, 404);
     assert!(answer.body.contains("unknown-tag"));
@@ -456,6 +469,27 @@ fn a_worker_id_range_gives_the_snowflake_routes_a_worker_id_in_it() {
     }
     let decoded = json(&get(&server, &format!("/v1/decode/{}", ids[0])).body);
     assert_eq!(decoded["worker_id"].as_u64(), Some(700));
+}
+
+#[test]
+fn a_region_layouts_ids_decode_to_their_region_and_others_have_none() {
+    let server = TestServer::start(&[
+        ("UIDGEN_LAYOUT", "39/1/10/13"),
+        ("UIDGEN_UNIT", "ms"),
+        ("UIDGEN_REGION", "1"),
+    ]);
+    let ids = numbers(&json(&get(&server, "/v1/snowflake?count=3").body)["ids"]);
+    for id in ids {
+        let decoded = json(&get(&server, &format!("/v1/decode/{id}")).body);
+        assert_eq!(decoded["region"], 1, "{decoded}");
+        // The region's bit sits right above the worker ID's 10 and the sequence's 13.
+        assert_eq!((id >> 23) & 1, 1, "{id}");
+    }
+    let plain = TestServer::start(&[]);
+    let id = numbers(&json(&get(&plain, "/v1/snowflake?count=1").body)["ids"])[0];
+    let decoded = json(&get(&plain, &format!("/v1/decode/{id}")).body);
+    assert!(decoded.get("region").is_none(), "{decoded}");
+    assert!(decoded["worker_id"].is_u64(), "{decoded}");
 }
 
 #[test]

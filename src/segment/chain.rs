@@ -55,9 +55,16 @@ struct Slot {
     cursor: CachePadded<AtomicU64>,
 }
 
-/// A publish found no free slot: the ranges ahead already fill the chain.
+/// Why [`Chain::publish`] refused a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChainFull;
+pub enum PublishError {
+    /// No free slot: the ranges ahead already fill the chain.
+    Full,
+    /// Not a range the chain can hand out: empty, starting below the last range's end, or
+    /// ending past [`MAX_END`] (the order of IDs and the seal hold only for increasing
+    /// ranges below it).
+    NotARange,
+}
 
 /// One range in the chain, as [`Chain::ranges`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +81,9 @@ pub struct RangeLeft {
 pub struct Chain {
     head: CachePadded<AtomicU64>,
     published: CachePadded<AtomicU64>,
+    /// The last published range's end (the publisher's alone: a new range starts there
+    /// or above).
+    last_end: AtomicU64,
     /// IDs in ranges `head` has moved past (for the rate estimate).
     retired: CachePadded<AtomicU64>,
     /// Inline, not boxed: a take then follows no pointer and checks no length.
@@ -110,6 +120,7 @@ impl Chain {
         Self {
             head: CachePadded::new(AtomicU64::new(0)),
             published: CachePadded::new(AtomicU64::new(0)),
+            last_end: AtomicU64::new(0),
             retired: CachePadded::new(AtomicU64::new(0)),
             slots,
         }
@@ -171,13 +182,16 @@ impl Chain {
 
     /// Appends the range `[start, end)`; one publisher at a time (the generator holds its
     /// fetch lock). Ranges must increase: `start` at or above the last range's end, and
-    /// `end` at most [`MAX_END`].
-    pub fn publish(&self, start: u64, end: u64) -> Result<(), ChainFull> {
-        debug_assert!(start < end && end <= MAX_END);
+    /// `end` at most [`MAX_END`]; any other is refused.
+    pub fn publish(&self, start: u64, end: u64) -> Result<(), PublishError> {
+        if start >= end || end > MAX_END || start < self.last_end.load(Ordering::Relaxed) {
+            return Err(PublishError::NotARange);
+        }
         let number = self.published.load(Ordering::Relaxed);
         if number >= self.head.load(Ordering::Acquire) + SLOTS {
-            return Err(ChainFull);
+            return Err(PublishError::Full);
         }
+        self.last_end.store(end, Ordering::Relaxed);
         let slot = self.slot(number);
         slot.meta.number.store(number, Ordering::Relaxed);
         slot.meta.start.store(start, Ordering::Relaxed);
@@ -206,10 +220,9 @@ impl Chain {
                 let end = slot.meta.end.load(Ordering::Acquire);
                 let start = slot.meta.start.load(Ordering::Relaxed);
                 (slot.meta.number.load(Ordering::Relaxed) == number).then(|| {
-                    let next = slot
-                        .cursor
-                        .swap(MAX_END, Ordering::AcqRel)
-                        .clamp(start, end);
+                    let next = slot.cursor.swap(MAX_END, Ordering::AcqRel);
+                    // Never below the start (nor a panic, as `clamp` could).
+                    let next = next.min(end).max(start);
                     RangeLeft { start, next, end }
                 })
             })
@@ -275,5 +288,45 @@ impl Chain {
                 return retired + current;
             }
         }
+    }
+}
+
+#[cfg(all(test, not(uidgen_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_refuses_what_the_chain_cannot_hand_out_and_seal_never_panics() {
+        let chain = Chain::new();
+        for (start, end) in [(10, 10), (10, 5), (0, MAX_END + 1)] {
+            assert_eq!(chain.publish(start, end), Err(PublishError::NotARange));
+        }
+        chain.publish(10, 20).unwrap();
+        assert_eq!(
+            chain.publish(15, 30),
+            Err(PublishError::NotARange),
+            "below 20"
+        );
+        chain.publish(20, MAX_END).unwrap();
+        assert_eq!(chain.take(|| {}), Some(10));
+        let left = chain.seal();
+        assert_eq!(
+            left,
+            [
+                RangeLeft {
+                    start: 10,
+                    next: 11,
+                    end: 20
+                },
+                RangeLeft {
+                    start: 20,
+                    next: 20,
+                    end: MAX_END
+                },
+            ]
+        );
+        assert_eq!(chain.take(|| {}), None);
+        // Sealed again: nothing left anywhere.
+        assert!(chain.seal().iter().all(|r| r.next == r.end));
     }
 }

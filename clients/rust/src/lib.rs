@@ -134,12 +134,20 @@ impl ClientBuilder {
                 servers: Arc::new(servers),
                 options: self.options,
                 tags: tags::OpenTags::default(),
-                opening: Mutex::new(()),
+                opening: Mutex::default(),
+                opens_finished: std::sync::atomic::AtomicU64::new(0),
                 snowflakes: snowflake::Snowflakes::default(),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
+}
+
+/// Tags being opened: how many opens finished, and the last one's failure.
+#[derive(Default)]
+struct Opening {
+    finished: u64,
+    failed: Option<(String, ClientError)>,
 }
 
 /// One tag's IDs from a [`Client`] ([`Client::tag`]); clones share the tag's ranges.
@@ -172,7 +180,9 @@ struct Inner {
     /// Every open tag's state, read on every ID without a lock.
     tags: tags::OpenTags,
     /// One tag opened at a time.
-    opening: Mutex<()>,
+    opening: Mutex<Opening>,
+    /// `Opening::finished`, readable before waiting for the lock.
+    opens_finished: std::sync::atomic::AtomicU64,
     snowflakes: snowflake::Snowflakes,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -271,8 +281,13 @@ impl Client {
     /// handed it out). What could not be given back is only a gap in the tag's IDs; the
     /// errors say where.
     pub fn close(&self) -> Vec<ClientError> {
-        self.inner.closed.store(true, Ordering::Release);
-        let tags = self.inner.tags.all();
+        let tags = {
+            // Under the lock a tag is opened and added with: one added after this would
+            // never be closed.
+            let _opening = self.inner.opening.lock().unwrap_or_else(|p| p.into_inner());
+            self.inner.closed.store(true, Ordering::Release);
+            self.inner.tags.all()
+        };
         tags.iter()
             .flat_map(|tag| tag.close(&self.inner.servers))
             .collect()
@@ -285,15 +300,37 @@ impl Client {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(ClientError::Closed);
         }
-        let _one = self.inner.opening.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = self.inner.opens_finished.load(Ordering::Acquire);
+        // `close` sets `closed` under this lock too: it cannot come between the check
+        // and the insert, so every tag added is one it closes.
+        let mut opening = self.inner.opening.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tag) = self.inner.tags.find(name) {
             return Ok(tag);
         }
-        let opened = Arc::new(Tag::open(name, &self.inner.servers, &self.inner.options)?);
         if self.inner.closed.load(Ordering::Acquire) {
-            opened.close(&self.inner.servers);
             return Err(ClientError::Closed);
         }
+        // An open of this tag failed while this thread waited: its error, rather than a
+        // failover of its own after it (threads would otherwise wait for each other's
+        // in turn).
+        if opening.finished != seen {
+            if let Some((_, e)) = opening.failed.as_ref().filter(|(tag, _)| tag == name) {
+                return Err(e.clone());
+            }
+        }
+        let opened = Tag::open(name, &self.inner.servers, &self.inner.options);
+        opening.finished += 1;
+        self.inner
+            .opens_finished
+            .store(opening.finished, Ordering::Release);
+        let opened = match opened {
+            Ok(tag) => Arc::new(tag),
+            Err(e) => {
+                opening.failed = Some((name.to_owned(), e.clone()));
+                return Err(e);
+            }
+        };
+        opening.failed = None;
         self.inner.tags.insert(Arc::clone(&opened));
         Ok(opened)
     }

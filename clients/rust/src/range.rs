@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
-use uidgen::segment_chain::{Chain, RangeLeft, MAX_END};
+use uidgen::segment_chain::{Chain, PublishError, RangeLeft, MAX_END};
 
 /// A range fetched from a server: `first..=last`.
 #[derive(Debug)]
@@ -43,8 +43,21 @@ struct State {
     /// at most one next.
     fetched: VecDeque<Fetched>,
     fetching: bool,
-    /// The last background fetch failed: the taker that needs it fetches again.
+    /// Fetches finished so far, and the last one's error if it failed: the takers that
+    /// waited for that fetch all get its error (each fetching again would make the last
+    /// of them wait for every one's failover in turn); a taker that comes later fetches
+    /// again.
+    fetches: u64,
     failed: Option<ClientError>,
+}
+
+impl State {
+    /// A fetch finished with `result`; its waiters are woken by the caller.
+    fn finished(&mut self, result: Result<(), ClientError>) {
+        self.fetching = false;
+        self.fetches += 1;
+        self.failed = result.err();
+    }
 }
 
 pub(crate) struct Tag {
@@ -72,7 +85,9 @@ impl Tag {
             count: AtomicU64::new(options.min_count),
             closed: AtomicBool::new(false),
         };
-        let first = fetch(name, servers, options.min_count, options.prefetch_share)?;
+        let mut first = fetch(name, servers, options.min_count, options.prefetch_share)?;
+        // Current from the start: no move of the chain's starts its clock.
+        first.since = Some(Instant::now());
         tag.publish(&mut tag.lock(), first)?;
         Ok(tag)
     }
@@ -147,8 +162,9 @@ impl Tag {
         if range.since.is_none() && current >= range.first {
             range.since = Some(Instant::now());
         }
-        // A one-piece range (a single ID) asks for the next as soon as it is current.
-        (current >= range.split || range.split > range.last)
+        // In the second piece: past the prefetch share. (A range of one piece, a single
+        // ID or a share of 1, has the next fetched when it is used up.)
+        current >= range.split
             && state.fetched.len() == 1
             && !state.fetching
             && !self.closed.load(Ordering::Acquire)
@@ -169,7 +185,6 @@ impl Tag {
             }
             if !state.fetching {
                 state.fetching = true;
-                state.failed = None;
                 drop(state);
                 let fetched = fetch(
                     &self.name,
@@ -178,14 +193,18 @@ impl Tag {
                     options.prefetch_share,
                 );
                 state = self.lock();
-                state.fetching = false;
+                let published = fetched.and_then(|range| self.publish(&mut state, range));
+                state.finished(published.clone());
                 self.arrived.notify_all();
-                self.publish(&mut state, fetched?)?;
+                published?;
                 continue;
             }
-            state = self.arrived.wait(state).unwrap_or_else(|p| p.into_inner());
-            if let Some(e) = state.failed.take() {
-                return Err(e);
+            let waited_for = state.fetches;
+            while state.fetching && state.fetches == waited_for {
+                state = self.arrived.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+            if let Some(e) = &state.failed {
+                return Err(e.clone());
             }
         }
     }
@@ -198,11 +217,26 @@ impl Tag {
         // At most the current range and the next are live (four pieces): the chain has
         // room for them.
         for (start, end) in [(range.first, range.split), (range.split, range.last + 1)] {
-            if start < end && self.chain.publish(start, end).is_err() {
-                return Err(ClientError::Unavailable(vec![(
-                    self.name.clone(),
-                    "more ranges fetched ahead than the client keeps".into(),
-                )]));
+            let refused = |why: &str| {
+                ClientError::Unavailable(vec![(
+                    format!("tag {}", self.name),
+                    format!(
+                        "the range {}..={} was not handed out: {why}",
+                        range.first, range.last
+                    ),
+                )])
+            };
+            match (start < end).then(|| self.chain.publish(start, end)) {
+                None | Some(Ok(())) => {}
+                Some(Err(PublishError::Full)) => {
+                    return Err(refused("more ranges fetched ahead than the client keeps"))
+                }
+                Some(Err(PublishError::NotARange)) => {
+                    return Err(refused(
+                        "it is below a range handed out before (a store that went back, or \
+                         a give-back out of the protocol's order)",
+                    ))
+                }
             }
         }
         state.fetched.push_back(range);
@@ -225,15 +259,8 @@ impl Tag {
             options.prefetch_share,
         );
         let mut state = self.lock();
-        state.fetching = false;
-        match fetched {
-            Ok(range) => {
-                if let Err(e) = self.publish(&mut state, range) {
-                    state.failed = Some(e);
-                }
-            }
-            Err(e) => state.failed = Some(e),
-        }
+        let published = fetched.and_then(|range| self.publish(&mut state, range));
+        state.finished(published);
         self.arrived.notify_all();
     }
 

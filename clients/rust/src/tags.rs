@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Slots in the table (a power of two): 16 KiB a client.
 const SLOTS: usize = 1_024;
-/// Slots a tag may be put in, from its hash on.
-const PROBES: usize = 8;
+/// Slots a tag may be put in, from its hash on (a lookup stops at the first empty one):
+/// enough that the table fills well before tags go to the overflow.
+const PROBES: usize = 32;
 
 pub(crate) struct OpenTags {
     slots: Box<[OnceLock<Arc<Tag>>]>,

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uidgen_client::{Client, ClientError};
 
@@ -177,6 +178,89 @@ fn closing_while_threads_take_gives_back_exactly_what_no_thread_got() {
         );
         assert!(next.close().is_empty());
     }
+}
+
+#[test]
+fn a_tag_opened_while_the_client_closes_is_closed_too() {
+    let service = Service::start(&[]);
+    let probe = |service: &Service| {
+        let probe = Client::builder([service.at()]).build().unwrap();
+        let id = probe.next_id("order").unwrap();
+        assert!(probe.close().is_empty());
+        id
+    };
+    let mut next = probe(&service) + 1;
+    for round in 0..20 {
+        let client = Client::builder([service.at()]).build().unwrap();
+        let opener = {
+            let client = client.clone();
+            std::thread::spawn(move || client.next_id("order"))
+        };
+        std::thread::sleep(Duration::from_micros(200 * round));
+        assert!(client.close().is_empty());
+        match opener.join().unwrap() {
+            Ok(id) => {
+                assert_eq!(id, next, "round {round}");
+                next += 1;
+            }
+            Err(ClientError::Closed) => {}
+            Err(e) => panic!("round {round}: {e}"),
+        }
+        // Nothing is handed out after close returned, and the tag's tail went back:
+        // the next client goes on right after what this one handed out.
+        assert!(
+            matches!(client.next_id("order"), Err(ClientError::Closed)),
+            "round {round}: an ID after close"
+        );
+        assert_eq!(probe(&service), next, "round {round}");
+        next += 1;
+    }
+}
+
+#[test]
+fn threads_waiting_for_a_failing_fetch_get_its_error_together() {
+    // One failover cycle: the service refused, then a server that never answers, for
+    // the 1 s timeout. Eight threads each running one of their own in turn would wait
+    // up to eight of them.
+    let bound = Duration::from_millis(2_500);
+    let service = Service::start(&[]);
+    let client = Client::builder([service.at(), fake(None)])
+        .start_at(0)
+        .timeout(Duration::from_secs(1))
+        .range_sizes(10, 10)
+        .prefetch_share(1.0) // no fetch before the range is used up: all wait on one
+        .build()
+        .unwrap();
+    for _ in 0..10 {
+        client.next_id("order").unwrap();
+    }
+    drop(service.0.stop());
+    let all_at_once = |client: &Client, tag: &'static str| {
+        let start = Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (client, start) = (client.clone(), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    let asked = Instant::now();
+                    let result = client.next_id(tag);
+                    (result, asked.elapsed())
+                })
+            })
+            .collect();
+        for thread in threads {
+            let (result, waited) = thread.join().unwrap();
+            assert!(
+                matches!(result, Err(ClientError::Unavailable(_))),
+                "{tag}: {result:?}"
+            );
+            assert!(waited < bound, "{tag}: a thread waited {waited:?}");
+        }
+    };
+    // A range used up: every thread waits for the one fetch.
+    all_at_once(&client, "order");
+    // A tag not open yet: every thread waits for the one open.
+    all_at_once(&client, "invoice");
 }
 
 #[test]

@@ -70,6 +70,27 @@ fn plain(segment: &str) -> bool {
     !segment.contains('%')
 }
 
+/// A 400 with a JSON body for a path that is not UTF-8 once percent-decoded (a tag, a
+/// key, a namespace): the router's own answer to it is plain text.
+fn undecodable<B>(request: &Request<B>) -> Option<Response> {
+    let path = request.uri().path();
+    if !path.contains('%')
+        || percent_encoding::percent_decode_str(path)
+            .decode_utf8()
+            .is_ok()
+    {
+        return None;
+    }
+    Some(
+        ApiError::bad_request(
+            "the request path is not UTF-8 once percent-decoded",
+            "a path whose percent-encoded bytes are UTF-8 (a tag, key or namespace of \
+             UTF-8 characters)",
+        )
+        .into_response(),
+    )
+}
+
 /// A 414 or 431 with a JSON body, for a request target or head past the service's limits
 /// (hyper's own answers to these have no body).
 fn oversized<B>(request: &Request<B>) -> Option<Response> {
@@ -152,7 +173,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if let Some(refused) = oversized(&request) {
+        if let Some(refused) = oversized(&request).or_else(|| undecodable(&request)) {
             return AppFuture::Hot {
                 answer: Box::pin(std::future::ready(refused)),
             };

@@ -443,6 +443,9 @@ struct DecodeBody {
     id_str: String,
     timestamp_millis: u64,
     time_utc: String,
+    /// The region, with a TIME/REGION/WORKER/SEQ layout (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    region: Option<u64>,
     worker_id: u64,
     sequence: u64,
 }
@@ -452,7 +455,7 @@ struct DecodeBody {
     get,
     path = "/v1/decode/{id}",
     tag = "decoding",
-    summary = "The time, worker ID and sequence of a snowflake ID of this service's layout",
+    summary = "The time, region, worker ID and sequence of a snowflake ID of this service's layout",
     params(
         ("id" = String, Path, description = "The ID: decimal, or its hex, base62 or base32 form",
          example = "7394012345678"),
@@ -479,6 +482,7 @@ pub(super) async fn decode(
         id_str: parts.uid.to_string(),
         timestamp_millis: parts.timestamp_millis,
         time_utc: parts.timestamp(),
+        region: parts.region,
         worker_id: parts.worker_id,
         sequence: parts.sequence,
     };

@@ -164,6 +164,19 @@ pub fn get(server: &TestServer, path: &str) -> Answer {
 }
 
 /// An answer's body as JSON, or a panic showing it.
+/// GETs `path` and checks that the answer is a 400 whose body says each of `words`.
+pub fn assert_refused(server: &TestServer, path: &str, words: &[&str]) {
+    let answer = get(server, path);
+    assert_eq!(answer.status, 400, "{path}: {}", answer.body);
+    for word in words {
+        assert!(
+            answer.body.contains(word),
+            "{path}: {word:?} in {}",
+            answer.body
+        );
+    }
+}
+
 pub fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"))
 }
