@@ -494,17 +494,9 @@ fn a_region_layouts_ids_decode_to_their_region_and_others_have_none() {
 
 #[test]
 fn a_ranges_taker_and_only_it_gives_the_unused_tail_back_while_no_range_came_after() {
-    // The tag is made in the store, not served by the service: a service that serves it
-    // prefetches ranges of its own between the test's (and a range taken after another
-    // stops that one's tail going back, as it should).
-    let dir = tempfile::tempdir().unwrap();
-    uidgen::StoreUrl::parse(dir.path().join("ids.sqlite3").to_str().unwrap())
-        .unwrap()
-        .segment_store()
-        .unwrap()
-        .create("order", 1, 1_000, "")
-        .unwrap();
-    let server = TestServer::start_with(support::config_in(dir.path(), &[]), dir);
+    // Not served by the service: a range its prefetch took after the test's would stop
+    // that one's tail going back (as it should).
+    let server = TestServer::start_holding("order", &[]);
     let take = |count: u64| {
         let answer = curl(&[
             "-X",

@@ -248,6 +248,12 @@ impl Chain {
         self.ranges_left().collect()
     }
 
+    /// The current range, with what is left of it (a snapshot, as
+    /// [`ranges`](Self::ranges)); `None` before the first publish.
+    pub fn current(&self) -> Option<RangeLeft> {
+        self.ranges_left().next()
+    }
+
     /// IDs left in the current range and those ahead (a snapshot, as [`ranges`](Self::ranges),
     /// without building the list: the prefetch thread asks this of every tag each round).
     pub fn ids_left(&self) -> u64 {

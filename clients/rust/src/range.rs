@@ -77,14 +77,7 @@ impl Tag {
         servers: &Servers,
         options: &Options,
     ) -> Result<Self, ClientError> {
-        let tag = Self {
-            name: name.to_owned(),
-            chain: Chain::new(),
-            state: Mutex::new(State::default()),
-            arrived: Condvar::new(),
-            count: AtomicU64::new(options.min_count),
-            closed: AtomicBool::new(false),
-        };
+        let tag = Self::new(name, options.min_count);
         let mut first = fetch(name, servers, options.min_count, options.prefetch_share)?;
         // Current from the start: no move of the chain's starts its clock.
         first.since = Some(Instant::now());
@@ -97,17 +90,24 @@ impl Tag {
         &self.name
     }
 
-    /// A tag with no ranges that hands nothing out (for tests of the tags' table).
-    #[cfg(test)]
-    pub(crate) fn closed_for_test(name: &str) -> Self {
+    /// The tag with no range yet, the next asked for of `count` IDs.
+    fn new(name: &str, count: u64) -> Self {
         Self {
             name: name.to_owned(),
             chain: Chain::new(),
             state: Mutex::new(State::default()),
             arrived: Condvar::new(),
-            count: AtomicU64::new(1),
-            closed: AtomicBool::new(true),
+            count: AtomicU64::new(count),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// A tag with no ranges that hands nothing out (for tests of the tags' table).
+    #[cfg(test)]
+    pub(crate) fn closed_for_test(name: &str) -> Self {
+        let tag = Self::new(name, 1);
+        tag.closed.store(true, Ordering::Release);
+        tag
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -146,7 +146,7 @@ impl Tag {
     /// (time to fetch the next range, unless it is here or on its way). Whether to fetch.
     #[cold]
     fn moved(&self, options: &Options) -> bool {
-        let Some(current) = self.chain.ranges().first().map(|r| r.start) else {
+        let Some(current) = self.chain.current().map(|r| r.start) else {
             return false;
         };
         let mut state = self.lock();
@@ -186,16 +186,8 @@ impl Tag {
             if !state.fetching {
                 state.fetching = true;
                 drop(state);
-                let fetched = fetch(
-                    &self.name,
-                    servers,
-                    self.count.load(Ordering::Relaxed),
-                    options.prefetch_share,
-                );
-                state = self.lock();
-                let published = fetched.and_then(|range| self.publish(&mut state, range));
-                state.finished(published.clone());
-                self.arrived.notify_all();
+                let published;
+                (state, published) = self.fetch_and_publish(servers, options);
                 published?;
                 continue;
             }
@@ -216,16 +208,16 @@ impl Tag {
     fn publish(&self, state: &mut State, range: Fetched) -> Result<(), ClientError> {
         // At most the current range and the next are live (four pieces): the chain has
         // room for them.
+        let refused = |why: &str| {
+            ClientError::Unavailable(vec![(
+                format!("tag {}", self.name),
+                format!(
+                    "the range {}..={} was not handed out: {why}",
+                    range.first, range.last
+                ),
+            )])
+        };
         for (start, end) in [(range.first, range.split), (range.split, range.last + 1)] {
-            let refused = |why: &str| {
-                ClientError::Unavailable(vec![(
-                    format!("tag {}", self.name),
-                    format!(
-                        "the range {}..={} was not handed out: {why}",
-                        range.first, range.last
-                    ),
-                )])
-            };
             match (start < end).then(|| self.chain.publish(start, end)) {
                 None | Some(Ok(())) => {}
                 Some(Err(PublishError::Full)) => {
@@ -252,6 +244,16 @@ impl Tag {
             }
             state.fetching = true;
         }
+        let _ = self.fetch_and_publish(servers, options);
+    }
+
+    /// The fetch its caller marked in flight (`fetching`, the lock released): the range
+    /// published, the fetch's waiters woken with its result, and the lock held again.
+    fn fetch_and_publish(
+        &self,
+        servers: &Servers,
+        options: &Options,
+    ) -> (std::sync::MutexGuard<'_, State>, Result<(), ClientError>) {
         let fetched = fetch(
             &self.name,
             servers,
@@ -260,8 +262,9 @@ impl Tag {
         );
         let mut state = self.lock();
         let published = fetched.and_then(|range| self.publish(&mut state, range));
-        state.finished(published);
+        state.finished(published.clone());
         self.arrived.notify_all();
+        (state, published)
     }
 
     /// The next range's size from how long the last one lasted (since its first ID was

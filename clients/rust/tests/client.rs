@@ -16,17 +16,7 @@ struct Service(support::TestServer);
 
 impl Service {
     fn start(vars: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        // The tag is made in the store, not served by the service: a service that serves
-        // it takes ranges of its own, between the client's.
-        uidgen::StoreUrl::parse(dir.path().join("ids.sqlite3").to_str().unwrap())
-            .unwrap()
-            .segment_store()
-            .unwrap()
-            .create("order", 1, 1_000, "")
-            .unwrap();
-        let config = support::config_in(dir.path(), vars);
-        Self(support::TestServer::start_with(config, dir))
+        Self(support::TestServer::start_holding("order", vars))
     }
 
     fn at(&self) -> String {

@@ -81,6 +81,21 @@ impl TestServer {
         }
     }
 
+    /// A service on a fresh SQLite store already holding tag `tag` (from 1), which it
+    /// does not serve itself: a service that serves a tag prefetches ranges of its own,
+    /// between those a test or a client takes.
+    pub fn start_holding(tag: &str, vars: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        uidgen::StoreUrl::parse(dir.path().join("ids.sqlite3").to_str().unwrap())
+            .unwrap()
+            .segment_store()
+            .unwrap()
+            .create(tag, 1, 1_000, "")
+            .unwrap();
+        let config = config_in(dir.path(), vars);
+        Self::start_with(config, dir)
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
