@@ -97,6 +97,7 @@
 //! | `postgres` | `PostgresLeaseStore`, `PostgresSegmentStore` on `tokio-postgres` (pulls in `tokio`) |
 //! | `redis` | `RedisLeaseStore`, `RedisSegmentStore` on `redis`'s synchronous connection |
 //! | `etcd` | `EtcdLeaseStore`, `EtcdSegmentStore` on `etcd-client` (gRPC on `tokio`); building it needs `protoc` and Google's `.proto` files (Debian: `protobuf-compiler libprotobuf-dev`) |
+//! | `zookeeper` | `ZooKeeperLeaseStore`, `ZooKeeperSegmentStore` on `zookeeper-client` (on `tokio`): a lease is a ZooKeeper session |
 //! | `tls` | TLS (rustls) to the network stores when the URL asks for it: `rediss://`, PostgreSQL's `sslmode` (`require`, `verify-ca`, `verify-full`), MySQL's `ssl-mode` (`REQUIRED`, `VERIFY_IDENTITY`), `etcds://`, with a CA file parameter |
 //! | `opaque` | [`OpaqueIds`]: public IDs that hide order, time and volume (FF1 with AES-256, written here on the `aes` crate and checked against NIST's vectors and against `fpe` in the tests) |
 //!
@@ -187,7 +188,8 @@ pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, Leas
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 pub use store::redact_url;
 pub use store::segment::{
@@ -208,6 +210,8 @@ pub use store::{
 pub use store::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
+#[cfg(feature = "zookeeper")]
+pub use store::{ZooKeeperLeaseStore, ZooKeeperSegmentStore};
 pub use wait::{RejectedTake, TakeDecision, TakeRejectPolicy};
 pub use worker::{
     holder_identity, FixedWorkerId, PodOrdinal, WorkerAssignment, WorkerIdAssigner, WorkerIdError,

@@ -241,6 +241,16 @@ pub(crate) enum Verify {
 }
 
 /// What a URL asks of TLS.
+// Not read by ZooKeeper's store, which has no TLS yet.
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Tls {
     pub verify: Verify,
@@ -248,6 +258,16 @@ pub(crate) struct Tls {
     pub ca: Option<PathBuf>,
 }
 
+// Not read by ZooKeeper's store, which has no TLS yet.
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 impl Tls {
     /// Takes the TLS parameters (`mode_key`, `ca_key`) out of `url`'s query; the other
     /// parameters are returned. A CA with no mode, or with the encrypt-only mode, checks
@@ -321,7 +341,7 @@ impl Tls {
 /// under which prefix but never the password, the bound on each step, another key
 /// prefix, where it is, and the driver's builder surface. One macro, so the four faces
 /// cannot drift apart.
-#[cfg(any(feature = "redis", feature = "etcd"))]
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 macro_rules! key_value_store_face {
     ($name:ident, $($conn:ident).+, $server:literal, $default_prefix:literal) => {
         impl std::fmt::Debug for $name {
@@ -365,8 +385,83 @@ macro_rules! key_value_store_face {
         }
     };
 }
-#[cfg(any(feature = "redis", feature = "etcd"))]
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 pub(crate) use key_value_store_face;
+
+/// `host[:port]` (`[v6]:port` too) of one member of a cluster; `default_port` when it
+/// names none.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn member_address(member: &str, default_port: u16) -> Result<(String, u16), String> {
+    let member = member.trim();
+    if member.is_empty() {
+        return Err("a member's address is empty (hosts are separated by commas)".into());
+    }
+    let (host, port) = if let Some(rest) = member.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("{member:?}: an IPv6 address needs its closing ]"))?;
+        let port = match after.strip_prefix(':') {
+            Some(port) => Some(port),
+            None if after.is_empty() => None,
+            None => return Err(format!("{member:?}: expected :PORT after the ]")),
+        };
+        (format!("[{host}]"), port)
+    } else {
+        match member.rsplit_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (member.to_owned(), None),
+        }
+    };
+    let host_ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'));
+    if !host_ok {
+        return Err(format!(
+            "{:?} is not a host name or address",
+            host.chars().take(60).collect::<String>()
+        ));
+    }
+    let port = match port {
+        None => default_port,
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("{member:?}: the port is not a number from 1 to 65535"))?,
+    };
+    Ok((host, port))
+}
+
+/// A number as etcd compares values and ZooKeeper lists names, byte by byte: 20
+/// digits, zeros in front, so that the order of the text is the order of the numbers.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn padded(number: u64) -> String {
+    format!("{number:020}")
+}
+
+/// The number of a [`padded`] value (or of any decimal).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn number(value: &[u8]) -> Option<u64> {
+    std::str::from_utf8(value).ok()?.trim().parse().ok()
+}
+
+#[cfg(all(test, any(feature = "etcd", feature = "zookeeper")))]
+mod number_tests {
+    use super::{number, padded};
+
+    #[test]
+    fn padded_numbers_sort_as_numbers() {
+        let mut texts: Vec<String> = [10, 9, 0, u64::MAX, 100].map(padded).to_vec();
+        texts.sort();
+        let numbers: Vec<u64> = texts
+            .iter()
+            .map(|t| number(t.as_bytes()).unwrap())
+            .collect();
+        assert_eq!(numbers, [0, 9, 10, 100, u64::MAX]);
+    }
+}
 
 #[cfg(test)]
 mod redact_tests {
