@@ -262,13 +262,14 @@ start_private_zookeeper_ensemble() {
         echo "$n" >"$dir/member-$n.data/myid"
         # admin.enableServer: Debian's AdminServer would take port 8080. forceSync=no:
         # test data, no fsync per write. maxClientCnxns=0: every lease is a connection of
-        # its own, and the suites hold hundreds at once from 127.0.0.1.
+        # its own, and the suites hold hundreds at once from 127.0.0.1. maxSessionTimeout:
+        # a lease's session lasts its TTL, and first_use holds leases of 900 s unrenewed.
         cat >"$dir/member-$n.cfg" <<CFG
 tickTime=500
 initLimit=20
 syncLimit=10
 minSessionTimeout=1000
-maxSessionTimeout=60000
+maxSessionTimeout=1000000
 maxClientCnxns=0
 dataDir=$dir/member-$n.data
 clientPort=${ports[n - 1]}

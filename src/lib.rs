@@ -200,6 +200,11 @@ pub use store::sqlite::default_store_memory_dir;
 pub use store::{is_credential_key, Cause, StoreError, StoreKind, StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "etcd")]
 pub use store::{EtcdLeaseStore, EtcdSegmentStore};
+#[cfg(feature = "zookeeper")]
+pub use store::{
+    Handover, LeafFleet, LeafWorker, ZooKeeperLeaseStore, ZooKeeperSegmentStore, LEAF_EPOCH_MS,
+    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+};
 #[cfg(feature = "mysql")]
 pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA};
 #[cfg(feature = "postgres")]
@@ -210,8 +215,6 @@ pub use store::{
 pub use store::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
-#[cfg(feature = "zookeeper")]
-pub use store::{ZooKeeperLeaseStore, ZooKeeperSegmentStore};
 pub use wait::{RejectedTake, TakeDecision, TakeRejectPolicy};
 pub use worker::{
     holder_identity, FixedWorkerId, PodOrdinal, WorkerAssignment, WorkerIdAssigner, WorkerIdError,

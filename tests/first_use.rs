@@ -6,9 +6,10 @@
 //! worker IDs and ranges handed out are all distinct.
 //!
 //! A fresh store: a new SQLite file; a new database on MariaDB and PostgreSQL; a Redis
-//! database of this test's own (6 to 10), emptied; a new root prefix on etcd. Rounds run five
-//! at a time: a network store's first leases wait until its identity is 2.5 s old
-//! (`uidgen::YOUNG_STORE`), and five rounds share that wait; the engines run side by side.
+//! database of this test's own (6 to 10), emptied; a new root prefix on etcd, and a new
+//! root path on ZooKeeper. Rounds run five at a time: a network store's first leases wait
+//! until its identity is 2.5 s old (`uidgen::YOUNG_STORE`), and five rounds share that
+//! wait; the engines run side by side.
 
 #[path = "support/servers.rs"]
 mod servers;
@@ -137,21 +138,33 @@ fn fresh(kind: StoreKind, dir: &tempfile::TempDir, round: usize) -> Fresh {
             }
         }
         #[cfg(feature = "etcd")]
-        StoreKind::Etcd => {
-            let url = servers::etcd_url();
-            let (hosts, root) = url.rsplit_once('/').unwrap();
-            let url = format!("{hosts}/{root}-first-{}", random_suffix());
-            let dropped = url.clone();
-            Fresh {
-                url,
-                drop: Box::new(move || {
-                    let _ = uidgen::EtcdLeaseStore::new(&dropped)
-                        .and_then(|s| s.prefix(""))
-                        .and_then(|s| s.destroy());
-                }),
-            }
-        }
+        StoreKind::Etcd => fresh_root(&servers::etcd_url(), |url| {
+            uidgen::EtcdLeaseStore::new(url)
+                .and_then(|s| s.prefix(""))
+                .and_then(|s| s.destroy())
+        }),
+        #[cfg(feature = "zookeeper")]
+        StoreKind::ZooKeeper => fresh_root(&servers::zookeeper_store_url(), |url| {
+            uidgen::ZooKeeperLeaseStore::new(url)
+                .and_then(|s| s.prefix(""))
+                .and_then(|s| s.destroy())
+        }),
         other => panic!("no fresh store for {other:?}"),
+    }
+}
+
+/// A new root prefix (path) of the test's own under the suite's `url`, its keys deleted
+/// by `destroy` at the end.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+fn fresh_root(url: &str, destroy: fn(&str) -> Result<(), uidgen::StoreError>) -> Fresh {
+    let (hosts, root) = url.rsplit_once('/').unwrap();
+    let url = format!("{hosts}/{root}-first-{}", random_suffix());
+    let dropped = url.clone();
+    Fresh {
+        url,
+        drop: Box::new(move || {
+            let _ = destroy(&dropped);
+        }),
     }
 }
 
@@ -165,6 +178,9 @@ fn kinds() -> Vec<StoreKind> {
     ];
     if cfg!(feature = "etcd") {
         kinds.push(StoreKind::Etcd);
+    }
+    if cfg!(feature = "zookeeper") {
+        kinds.push(StoreKind::ZooKeeper);
     }
     kinds
 }

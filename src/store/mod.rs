@@ -78,7 +78,10 @@ pub use self::redis::{RedisLeaseStore, RedisSegmentStore};
 pub use self::sqlite::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "zookeeper")]
-pub use self::zookeeper::{ZooKeeperLeaseStore, ZooKeeperSegmentStore};
+pub use self::zookeeper::{
+    Handover, LeafFleet, LeafWorker, ZooKeeperLeaseStore, ZooKeeperSegmentStore, LEAF_EPOCH_MS,
+    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+};
 
 /// Every engine, declared once: its [`StoreKind`] variant, its name in messages, the
 /// crate feature that builds it, the URL schemes that name it, and its folder (whose

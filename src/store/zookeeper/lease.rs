@@ -4,7 +4,9 @@
 //! session expires (its clock, not ours). Take, renew and give back are versioned
 //! multi-operations; the algorithm over the steps is the one every store follows.
 
-use super::{block_on, children, ended, number, padded, sync, ZkConn, STORE};
+use super::{
+    block_on, children, ended, mark_path, number, padded, sync, ZkConn, LEASE_NODE, STORE,
+};
 // This machine's clock: ZooKeeper has none to read (it decides expiry itself).
 use crate::store::guard::now_ms;
 use crate::store::lease::{first_unused, LeaseRecord, LeaseRow, LeaseSteps};
@@ -13,9 +15,6 @@ use crate::sync::{lock, Arc, Mutex};
 use std::collections::HashMap;
 use std::time::Duration;
 use zookeeper_client::{Client, CreateMode, MultiReadResult, MultiWriteError};
-
-/// The node of the leases under the URL's path, when no name is given.
-const DEFAULT_NAME: &str = "lease";
 
 /// The shortest session a lease gets: ZooKeeper's client pings every third of it, and
 /// those pings must get through a loaded machine. A lease asked for less lasts this long
@@ -38,6 +37,10 @@ const READ_BATCH: usize = 256;
 /// session expires (a process stopped, paused or cut off for longer than the TTL) the
 /// ensemble deletes the holder node, the lease is over, and the next holder starts above
 /// the mark. Only members that serve the quorum are asked.
+///
+/// In Leaf mode (`?leaf=NAME` in the URL) worker IDs are only those handed over from the
+/// Leaf snowflake fleet NAME ([`LeafFleet::take`](crate::LeafFleet::take)), or new ones
+/// taken from that fleet's own counter, never one a Leaf may hold.
 ///
 /// Every step (connecting, authenticating, each request) is bounded by
 /// [`timeout`](Self::timeout). With `user:password@` in the URL, the session
@@ -161,7 +164,7 @@ impl ZooKeeperLeaseStore {
     pub fn new(url: &str) -> Result<Self, StoreError> {
         Ok(Self {
             steps: ZkLeases {
-                conn: ZkConn::new(url)?.with_prefix(DEFAULT_NAME)?,
+                conn: ZkConn::new(url)?.with_prefix(LEASE_NODE)?,
                 held: Default::default(),
                 idle: Default::default(),
             },
@@ -205,7 +208,7 @@ fn lost_race(err: &MultiWriteError) -> bool {
 
 impl ZkLeases {
     fn mark_path(&self, worker_id: u64) -> String {
-        format!("{}/{}", self.conn.key_prefix(), padded(worker_id))
+        mark_path(self.conn.key_prefix(), worker_id)
     }
 
     fn holder_path(&self, worker_id: u64) -> String {
@@ -454,26 +457,50 @@ impl LeaseSteps for ZkLeases {
                 }
                 Ok((marked, None))
             })?;
-        Ok((free, first_unused(&marked, min)))
+        let Some(leaf) = self.conn.leaf() else {
+            return Ok((free, first_unused(&marked, min)));
+        };
+        // Leaf mode: never a worker ID of uidgen's choosing, which a Leaf may hold; a
+        // handed-over one, or a new one from Leaf's counter, its mark made with it.
+        if free.is_some() {
+            return Ok((free, u64::MAX));
+        }
+        let conn = &self.conn;
+        let reserved = self
+            .conn
+            .run("taking a worker ID from Leaf's counter", async |client| {
+                let worker_id = super::leaf::reserve(conn, client, leaf).await?;
+                if worker_id > max {
+                    return Ok(None);
+                }
+                conn.make_path(client, &prefix).await?;
+                let options = conn.options(CreateMode::Persistent);
+                let mark = format!("{prefix}/{}", padded(worker_id));
+                client.create(&mark, padded(0).as_bytes(), &options).await?;
+                Ok(Some(worker_id))
+            })?;
+        Ok((reserved.filter(|id| *id >= min), u64::MAX))
     }
 
     fn take(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<Option<u64>, StoreError> {
         let (mark_path, holder_path) = (self.mark_path(worker_id), self.holder_path(worker_id));
-        let prefix = self.conn.key_prefix().to_owned();
         // The mark and its version, and whether a holder is there (and if so, whose
         // session made it).
+        // Read without a sync: `lowest` (or `read`) synced just before, and a stale
+        // version only fails the multi-operation below.
         let seen = self.conn.run("taking the lease", async |client| {
-            sync(client, &prefix).await?;
-            let (mark, stat) = match client.get_data(&mark_path).await {
-                Ok(found) => found,
-                Err(zookeeper_client::Error::NoNode) => return Ok(None),
-                Err(e) => return Err(e),
+            let mut reads = client.new_multi_reader();
+            reads.add_get_data(&mark_path)?;
+            reads.add_get_data(&holder_path)?;
+            let answers = reads.commit().await?;
+            let Some(MultiReadResult::Data { data: mark, stat }) = answers.first() else {
+                return Ok(None);
             };
-            let by = client
-                .check_stat(&holder_path)
-                .await?
-                .map(|held| held.ephemeral_owner);
-            Ok(Some((number(&mark), stat.version, by)))
+            let by = match answers.get(1) {
+                Some(MultiReadResult::Data { stat: held, .. }) => Some(held.ephemeral_owner),
+                _ => None,
+            };
+            Ok(Some((number(mark), stat.version, by)))
         })?;
         let Some((mark, version, by)) = seen else {
             return Ok(None);
@@ -506,6 +533,16 @@ impl LeaseSteps for ZkLeases {
     }
 
     fn insert(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<bool, StoreError> {
+        if let Some(leaf) = self.conn.leaf() {
+            return Err(self.conn.unexpected(
+                "creating a lease row",
+                format!(
+                    "worker ID {worker_id} was never handed over from Leaf {leaf:?} nor taken \
+                     from its counter, so a Leaf may hold it; in Leaf mode ask for no worker \
+                     ID, or hand it over first (uidgen migrate leaf-zk take)"
+                ),
+            ));
+        }
         let (mark_path, holder_path) = (self.mark_path(worker_id), self.holder_path(worker_id));
         let prefix = self.conn.key_prefix().to_owned();
         let data = holder_data(ttl.max(MIN_LEASE_SESSION), holder);
@@ -654,15 +691,27 @@ async fn raise_mark(
     give_back: bool,
 ) -> Result<bool, zookeeper_client::Error> {
     for _ in 0..16 {
-        let (data, held) = match client.get_data(holder_path).await {
-            Ok(found) => found,
-            Err(zookeeper_client::Error::NoNode) => return Ok(false),
-            Err(e) => return Err(e),
+        // Both in one read.
+        let mut reads = client.new_multi_reader();
+        reads.add_get_data(holder_path)?;
+        reads.add_get_data(mark_path)?;
+        let answers = reads.commit().await?;
+        let (
+            Some(MultiReadResult::Data {
+                data,
+                stat: held,
+            }),
+            Some(MultiReadResult::Data {
+                data: mark,
+                stat: marked,
+            }),
+        ) = (answers.first(), answers.get(1))
+        else {
+            return Ok(false);
         };
-        if read_holder(&data).is_none_or(|(_, by)| by != holder) {
+        if read_holder(data).is_none_or(|(_, by)| by != holder) {
             return Ok(false);
         }
-        let (mark, marked) = client.get_data(mark_path).await?;
         let mut writes = client.new_multi_writer();
         if give_back {
             writes.add_delete(holder_path, Some(held.version))?;
@@ -671,7 +720,7 @@ async fn raise_mark(
         }
         // A renewal only raises the mark; a give-back, which knows the exact ticks used,
         // sets it.
-        if give_back || number(&mark).is_none_or(|mark| mark < mark_ms) {
+        if give_back || number(mark).is_none_or(|mark| mark < mark_ms) {
             writes.add_set_data(mark_path, padded(mark_ms).as_bytes(), Some(marked.version))?;
         }
         match writes.commit().await {

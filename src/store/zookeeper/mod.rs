@@ -7,11 +7,16 @@
 
 mod driver;
 mod lease;
+pub(crate) mod leaf;
 pub(crate) mod records;
 mod segment;
 
 pub(crate) use self::driver::DRIVER;
 pub use self::lease::ZooKeeperLeaseStore;
+pub use self::leaf::{
+    Handover, LeafFleet, LeafWorker, LEAF_EPOCH_MS, LEAF_FENCE_MS, LEAF_HEARTBEAT,
+    LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+};
 pub use self::segment::ZooKeeperSegmentStore;
 
 use super::net::Hidden;
@@ -23,10 +28,19 @@ use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions};
 
 const STORE: &str = "ZooKeeper";
-const EXPECTED: &str = "zookeeper://[user:password@]host[:port][,host[:port]…][/PATH], every \
-     member of the ensemble separated by commas (port 2181 by default); PATH (default \
-     /uidgen) is the node under which this deployment keeps its nodes, and a user is a \
-     digest user whose nodes only it may read and write";
+const EXPECTED: &str = "zookeeper://[user:password@]host[:port][,host[:port]…][/PATH][?leaf=NAME], \
+     every member of the ensemble separated by commas (port 2181 by default); PATH (default \
+     /uidgen) is the node under which this deployment keeps its nodes, a user is a digest \
+     user whose nodes only it may read and write, and leaf=NAME takes new worker IDs from \
+     the counter of the Leaf fleet NAME";
+
+/// The node of the leases under the URL's path, when no name is given.
+pub(crate) const LEASE_NODE: &str = "lease";
+
+/// The node of `worker_id`'s time mark under the leases' node `leases`.
+pub(crate) fn mark_path(leases: &str, worker_id: u64) -> String {
+    format!("{leases}/{}", padded(worker_id))
+}
 
 /// The node under which the nodes live when the URL names none.
 const DEFAULT_ROOT: &str = "/uidgen";
@@ -53,6 +67,8 @@ pub(crate) struct ZkConn {
     /// The node of this store's children (`root/lease`, or a name of the caller's).
     prefix: String,
     timeout: Duration,
+    /// Leaf mode (`?leaf=NAME`): new worker IDs come from that Leaf fleet's counter.
+    leaf: Option<String>,
     reader: Arc<Mutex<Option<Client>>>,
 }
 
@@ -73,16 +89,25 @@ impl ZkConn {
             return Err(invalid("the scheme is not zookeeper".into()));
         }
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-        if !query.is_empty() {
-            let key = query.split(['=', '&']).next().unwrap_or_default();
-            return Err(invalid(format!(
-                "unknown parameter {:?} (this store takes none)",
-                if super::is_credential_key(key) {
-                    "***".into()
-                } else {
-                    key.chars().take(40).collect::<String>()
+        let mut leaf = None;
+        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "leaf" => {
+                    leaf::check_leaf_name(&value)
+                        .map_err(|rule| invalid(format!("leaf={value:?}: {rule}")))?;
+                    leaf = Some(value.into_owned());
                 }
-            )));
+                _ => {
+                    return Err(invalid(format!(
+                        "unknown parameter {:?} (leaf=NAME is understood)",
+                        if super::is_credential_key(&key) {
+                            "***".into()
+                        } else {
+                            key.chars().take(40).collect::<String>()
+                        }
+                    )))
+                }
+            }
         }
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (userinfo, hosts) = match authority.rsplit_once('@') {
@@ -135,12 +160,14 @@ impl ZkConn {
             .collect::<Vec<_>>()
             .join(",");
         let location = format!(
-            "zookeeper://{}{cluster}{root}",
+            "zookeeper://{}{cluster}{root}{}",
             if user.is_empty() {
                 String::new()
             } else {
                 format!("{user}@")
             },
+            leaf.as_ref()
+                .map_or(String::new(), |name| format!("?leaf={name}")),
         );
         let (host, port) = members[0].clone();
         Ok(Self {
@@ -153,6 +180,7 @@ impl ZkConn {
             prefix: root.clone(),
             root,
             timeout: Duration::from_secs(5),
+            leaf,
             reader: Arc::new(Mutex::new(None)),
         })
     }
@@ -191,6 +219,11 @@ impl ZkConn {
     /// The URL's own path (the records live under it).
     pub(crate) fn root(&self) -> &str {
         &self.root
+    }
+
+    /// The Leaf fleet of Leaf mode (`?leaf=NAME`).
+    pub(crate) fn leaf(&self) -> Option<&str> {
+        self.leaf.as_deref()
     }
 
     /// The ensemble, without a password.
@@ -522,6 +555,9 @@ mod tests {
         );
         let nested = ZkConn::new("zookeeper://h/a/b/").unwrap();
         assert_eq!(nested.root(), "/a/b");
+        let leaf = ZkConn::new("zookeeper://h/ids?leaf=leaf-order").unwrap();
+        assert_eq!(leaf.leaf(), Some("leaf-order"));
+        assert_eq!(leaf.location(), "zookeeper://h:2181/ids?leaf=leaf-order");
 
         for (bad, why) in [
             ("zookeeper://", "empty"),
@@ -530,6 +566,7 @@ mod tests {
             ("zookeeper://a:99999/x", "port"),
             ("zookeeper://a b/x", "host"),
             ("zookeeper://a/x?password=hunter2", "unknown parameter \"***\""),
+            ("zookeeper://a/x?leaf=a/b", "leaf"),
             ("zookeeper://:hunter2@a/x", "user name"),
             ("zookeeper://ids@a/x", "password"),
             ("zookeeper://a/with space", "path"),
