@@ -98,7 +98,7 @@
 //! | `redis` | `RedisLeaseStore`, `RedisSegmentStore` on `redis`'s synchronous connection |
 //! | `etcd` | `EtcdLeaseStore`, `EtcdSegmentStore` on `etcd-client` (gRPC on `tokio`); building it needs `protoc` and Google's `.proto` files (Debian: `protobuf-compiler libprotobuf-dev`) |
 //! | `zookeeper` | `ZooKeeperLeaseStore`, `ZooKeeperSegmentStore` on `zookeeper-client` (on `tokio`): a lease is a ZooKeeper session |
-//! | `tls` | TLS (rustls) to the network stores when the URL asks for it: `rediss://`, PostgreSQL's `sslmode` (`require`, `verify-ca`, `verify-full`), MySQL's `ssl-mode` (`REQUIRED`, `VERIFY_IDENTITY`), `etcds://`, with a CA file parameter |
+//! | `tls` | TLS (rustls) to the network stores when the URL asks for it: `rediss://`, PostgreSQL's `sslmode` (`require`, `verify-ca`, `verify-full`), MySQL's `ssl-mode` (`REQUIRED`, `VERIFY_IDENTITY`), `etcds://`, `zookeepers://`, with a CA file parameter |
 //! | `opaque` | [`OpaqueIds`]: public IDs that hide order, time and volume (FF1 with AES-256, written here on the `aes` crate and checked against NIST's vectors and against `fpe` in the tests) |
 //!
 //! # Where things live

@@ -9,7 +9,7 @@
 //! database of this test's own (6 to 10), emptied; a new root prefix on etcd, and a new
 //! root path on ZooKeeper. Rounds run five at a time: a network store's first leases wait
 //! until its identity is 2.5 s old (`uidgen::YOUNG_STORE`), and five rounds share that
-//! wait; the engines run side by side.
+//! wait; the engines run one after another.
 
 #[path = "support/servers.rs"]
 mod servers;
@@ -266,25 +266,16 @@ fn first_use_on(kind: StoreKind) {
     }
 }
 
-/// The engines side by side: each round's time is mostly the young store's wait.
+/// The engines one after another: side by side, six engines' first leases at once (320
+/// each per batch of rounds; on ZooKeeper each a session the ensemble creates) overloaded
+/// a 2-core CI machine running the other load tests (CI28: ZooKeeper did not write a
+/// record within its 5 s bound).
 #[test]
 fn sixty_four_threads_in_four_processes_take_their_first_lease_and_range_at_once() {
-    let engines: Vec<_> = kinds()
-        .into_iter()
-        .map(|kind| {
-            std::thread::spawn(move || {
-                let started = std::time::Instant::now();
-                first_use_on(kind);
-                eprintln!("{kind:?}: {ROUNDS} rounds in {:?}", started.elapsed());
-            })
-        })
-        .collect();
-    let failed: Vec<_> = engines
-        .into_iter()
-        .filter_map(|engine| engine.join().err())
-        .collect();
-    if let Some(panic) = failed.into_iter().next() {
-        std::panic::resume_unwind(panic);
+    for kind in kinds() {
+        let started = std::time::Instant::now();
+        first_use_on(kind);
+        eprintln!("{kind:?}: {ROUNDS} rounds in {:?}", started.elapsed());
     }
 }
 

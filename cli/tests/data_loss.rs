@@ -155,6 +155,8 @@ impl Place {
         let Place::ZooKeeper { hosts, root, .. } = self else {
             unreachable!()
         };
+        // zookeeper-client, built with TLS beside uidgen's, needs the rustls provider chosen.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()

@@ -62,6 +62,8 @@ fn ensemble() -> (String, String) {
 }
 
 fn connect() -> Client {
+    // zookeeper-client, built with TLS beside uidgen's, needs the rustls provider chosen.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let (hosts, _) = ensemble();
     runtime().block_on(async { Client::connect(&hosts).await.expect("the ensemble answers") })
 }

@@ -29,7 +29,8 @@ pub(crate) mod sql;
         feature = "mysql",
         feature = "postgres",
         feature = "redis",
-        feature = "etcd"
+        feature = "etcd",
+        feature = "zookeeper"
     )
 ))]
 mod tls;
@@ -154,7 +155,7 @@ engines! {
     /// etcd (a consensus store).
     Etcd: "etcd", feature "etcd", schemes ["etcd", "etcds"], folder etcd;
     /// ZooKeeper (a consensus store).
-    ZooKeeper: "ZooKeeper", feature "zookeeper", schemes ["zookeeper"], folder zookeeper;
+    ZooKeeper: "ZooKeeper", feature "zookeeper", schemes ["zookeeper", "zookeepers"], folder zookeeper;
 }
 
 impl std::fmt::Display for StoreKind {

@@ -31,7 +31,12 @@ impl<T> std::ops::Deref for Hidden<T> {
 /// our bound (`timeout × attempts` of resolv.conf), so it runs on a thread of its own
 /// that is left behind if it does not answer within `timeout`.
 #[cfg_attr(
-    not(any(feature = "mysql", feature = "postgres", feature = "redis")),
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        all(feature = "zookeeper", feature = "tls")
+    )),
     allow(dead_code)
 )]
 pub(crate) fn resolve(
@@ -333,6 +338,61 @@ impl Tls {
             ));
         }
         Ok(())
+    }
+}
+
+/// The files a consensus store's TLS URL (`etcds://`, `zookeepers://`) names:
+/// `?cacert=PATH` (the only CA trusted), `?cert=PATH&key=PATH` (a client certificate).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+pub(crate) struct TlsFiles {
+    /// The only CA trusted (else the well-known roots).
+    pub(crate) ca: Option<PathBuf>,
+    /// A client certificate (PEM).
+    pub(crate) cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    pub(crate) key: Option<PathBuf>,
+}
+
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+impl TlsFiles {
+    /// Takes `key=value` of a URL's query when it is one of TLS's (`true`); refused when
+    /// the URL's scheme asks for no TLS (`tls` is `None`), naming `secure` (the scheme
+    /// that does).
+    pub(crate) fn take(
+        tls: &mut Option<TlsFiles>,
+        key: &str,
+        value: &str,
+        secure: &str,
+    ) -> Result<bool, String> {
+        let slot = match (key, tls.as_mut()) {
+            ("cacert", Some(tls)) => &mut tls.ca,
+            ("cert", Some(tls)) => &mut tls.cert,
+            ("key", Some(tls)) => &mut tls.key,
+            ("cacert" | "cert" | "key", None) => {
+                return Err(format!("{key} is for TLS: write {secure}://"))
+            }
+            _ => return Ok(false),
+        };
+        *slot = Some(Tls::ca_file(key, value)?);
+        Ok(true)
+    }
+
+    /// An error when a client certificate lacks its key (or the key its certificate),
+    /// or when TLS is asked of a build without it.
+    pub(crate) fn check(tls: Option<&TlsFiles>, store: &str) -> Result<(), String> {
+        let Some(tls) = tls else {
+            return Ok(());
+        };
+        if tls.cert.is_some() != tls.key.is_some() {
+            return Err("cert and key go together: name both files".into());
+        }
+        Tls {
+            verify: Verify::Full,
+            ca: None,
+        }
+        .check_built(store)
     }
 }
 

@@ -13,7 +13,7 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::EtcdLeaseStore;
 pub use self::segment::EtcdSegmentStore;
 
-use super::net::Hidden;
+use super::net::{Hidden, TlsFiles};
 pub(crate) use super::net::{number, padded};
 use super::session::Session;
 use super::StoreError;
@@ -29,18 +29,6 @@ const EXPECTED: &str = "etcd://[user[:password]@]host[:port][,host[:port]…][/P
 
 /// The key prefix when the URL names none.
 const DEFAULT_PREFIX: &str = "uidgen";
-
-/// What `etcds://` reads from files.
-#[derive(Debug, Clone, Default)]
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
-struct TlsFiles {
-    /// The only CA trusted (else the system's roots).
-    ca: Option<std::path::PathBuf>,
-    /// A client certificate (PEM).
-    cert: Option<std::path::PathBuf>,
-    /// Its private key (PEM).
-    key: Option<std::path::PathBuf>,
-}
 
 /// One etcd cluster and a key prefix: the client is opened on first use and kept; clones
 /// share it.
@@ -124,38 +112,19 @@ impl EtcdConn {
         check_prefix(&root).map_err(|rule| invalid(format!("the prefix {root:?}: {rule}")))?;
         let mut tls = secure.then(TlsFiles::default);
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            let file = |name: &str| super::net::Tls::ca_file(name, &value).map_err(invalid);
-            match (key.as_ref(), tls.as_mut()) {
-                ("cacert", Some(tls)) => tls.ca = Some(file("cacert")?),
-                ("cert", Some(tls)) => tls.cert = Some(file("cert")?),
-                ("key", Some(tls)) => tls.key = Some(file("key")?),
-                ("cacert" | "cert" | "key", None) => {
-                    return Err(invalid(format!("{key} is for TLS: write etcds://")))
-                }
-                _ => {
-                    return Err(invalid(format!(
-                        "unknown parameter {:?} (cacert, cert and key are understood)",
-                        if super::is_credential_key(&key) {
-                            "***".into()
-                        } else {
-                            key.chars().take(40).collect::<String>()
-                        }
-                    )))
-                }
+            if TlsFiles::take(&mut tls, &key, &value, "etcds").map_err(invalid)? {
+                continue;
             }
+            return Err(invalid(format!(
+                "unknown parameter {:?} (cacert, cert and key are understood)",
+                if super::is_credential_key(&key) {
+                    "***".into()
+                } else {
+                    key.chars().take(40).collect::<String>()
+                }
+            )));
         }
-        if let Some(tls) = &tls {
-            if tls.cert.is_some() != tls.key.is_some() {
-                return Err(invalid("cert and key go together: name both files".into()));
-            }
-        }
-        if secure {
-            let asked = super::net::Tls {
-                verify: super::net::Verify::Full,
-                ca: None,
-            };
-            asked.check_built(STORE).map_err(invalid)?;
-        }
+        TlsFiles::check(tls.as_ref(), STORE).map_err(invalid)?;
         let shown_members: Vec<String> = members
             .iter()
             .map(|(host, port)| format!("{host}:{port}"))

@@ -5,7 +5,8 @@
 //! multi-operations; the algorithm over the steps is the one every store follows.
 
 use super::{
-    block_on, children, ended, mark_path, number, padded, sync, ZkConn, LEASE_NODE, STORE,
+    block_on, children, ended, mark_path, node_data, number, padded, sync, ZkConn, LEASE_NODE,
+    STORE,
 };
 // This machine's clock: ZooKeeper has none to read (it decides expiry itself).
 use crate::store::guard::now_ms;
@@ -408,13 +409,12 @@ impl LeaseSteps for ZkLeases {
             reads.add_get_data(&mark)?;
             reads.add_get_data(&holder)?;
             let answers = reads.commit().await?;
-            Ok(match (&answers[..], answers.get(1)) {
-                ([MultiReadResult::Data { .. }, ..], Some(MultiReadResult::Data { data, .. })) => {
-                    Some(read_holder(data))
-                }
-                ([MultiReadResult::Data { .. }, ..], _) => Some(None),
-                _ => None,
-            })
+            if node_data(answers.first())?.is_none() {
+                return Ok(None);
+            }
+            Ok(Some(
+                node_data(answers.get(1))?.and_then(|(data, _)| read_holder(data)),
+            ))
         })?;
         let now = now_ms();
         let row = found.map(|held| LeaseRow {
@@ -447,12 +447,18 @@ impl LeaseSteps for ZkLeases {
                         reads.add_get_children(&format!("{prefix}/{}", padded(*id)))?;
                     }
                     let answers = reads.commit().await?;
-                    let free = batch.iter().zip(&answers).find_map(|(id, answer)| {
-                        matches!(answer, MultiReadResult::Children { children } if children.is_empty())
-                            .then_some(*id)
-                    });
-                    if free.is_some() {
-                        return Ok((marked, free));
+                    for (id, answer) in batch.iter().zip(&answers) {
+                        match answer {
+                            MultiReadResult::Children { children } if children.is_empty() => {
+                                return Ok((marked, Some(*id)));
+                            }
+                            MultiReadResult::Children { .. }
+                            | MultiReadResult::Error {
+                                err: zookeeper_client::Error::NoNode,
+                            } => {}
+                            MultiReadResult::Error { err } => return Err(err.clone()),
+                            _ => {}
+                        }
                     }
                 }
                 Ok((marked, None))
@@ -493,13 +499,10 @@ impl LeaseSteps for ZkLeases {
             reads.add_get_data(&mark_path)?;
             reads.add_get_data(&holder_path)?;
             let answers = reads.commit().await?;
-            let Some(MultiReadResult::Data { data: mark, stat }) = answers.first() else {
+            let Some((mark, stat)) = node_data(answers.first())? else {
                 return Ok(None);
             };
-            let by = match answers.get(1) {
-                Some(MultiReadResult::Data { stat: held, .. }) => Some(held.ephemeral_owner),
-                _ => None,
-            };
+            let by = node_data(answers.get(1))?.map(|(_, held)| held.ephemeral_owner);
             Ok(Some((number(mark), stat.version, by)))
         })?;
         let Some((mark, version, by)) = seen else {
@@ -645,11 +648,10 @@ impl LeaseSteps for ZkLeases {
                 }
                 let answers = reads.commit().await?;
                 for (id, pair) in batch.iter().zip(answers.chunks(2)) {
-                    let data = |answer: Option<&MultiReadResult>| match answer {
-                        Some(MultiReadResult::Data { data, .. }) => Some(data.clone()),
-                        _ => None,
+                    let data = |answer| {
+                        node_data(answer).map(|found| found.map(|(data, _)| data.to_vec()))
                     };
-                    found.push((*id, data(pair.first()), data(pair.get(1))));
+                    found.push((*id, data(pair.first())?, data(pair.get(1))?));
                 }
             }
             Ok(found)
@@ -696,16 +698,8 @@ async fn raise_mark(
         reads.add_get_data(holder_path)?;
         reads.add_get_data(mark_path)?;
         let answers = reads.commit().await?;
-        let (
-            Some(MultiReadResult::Data {
-                data,
-                stat: held,
-            }),
-            Some(MultiReadResult::Data {
-                data: mark,
-                stat: marked,
-            }),
-        ) = (answers.first(), answers.get(1))
+        let (Some((data, held)), Some((mark, marked))) =
+            (node_data(answers.first())?, node_data(answers.get(1))?)
         else {
             return Ok(false);
         };

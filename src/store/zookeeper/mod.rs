@@ -19,7 +19,7 @@ pub use self::leaf::{
 };
 pub use self::segment::ZooKeeperSegmentStore;
 
-use super::net::Hidden;
+use super::net::{Hidden, TlsFiles};
 pub(crate) use super::net::{number, padded};
 use super::StoreError;
 use crate::sync::{lock, Arc, Mutex};
@@ -29,10 +29,12 @@ use zookeeper_client::{Acls, Client, CreateMode, CreateOptions};
 
 const STORE: &str = "ZooKeeper";
 const EXPECTED: &str = "zookeeper://[user:password@]host[:port][,host[:port]…][/PATH][?leaf=NAME], \
-     every member of the ensemble separated by commas (port 2181 by default); PATH (default \
-     /uidgen) is the node under which this deployment keeps its nodes, a user is a digest \
-     user whose nodes only it may read and write, and leaf=NAME takes new worker IDs from \
-     the counter of the Leaf fleet NAME";
+     every member of the ensemble separated by commas (port 2181 by default), or \
+     zookeepers:// for TLS (optionally ?cacert=PATH, the only CA trusted, and \
+     ?cert=PATH&key=PATH, a client certificate and its key); PATH (default /uidgen) is the \
+     node under which this deployment keeps its nodes, a user is a digest user whose nodes \
+     only it may read and write, and leaf=NAME takes new worker IDs from the counter of the \
+     Leaf fleet NAME";
 
 /// The node of the leases under the URL's path, when no name is given.
 pub(crate) const LEASE_NODE: &str = "lease";
@@ -67,6 +69,9 @@ pub(crate) struct ZkConn {
     /// The node of this store's children (`root/lease`, or a name of the caller's).
     prefix: String,
     timeout: Duration,
+    /// TLS, for `zookeepers://`.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    tls: Option<TlsFiles>,
     /// Leaf mode (`?leaf=NAME`): new worker IDs come from that Leaf fleet's counter.
     leaf: Option<String>,
     reader: Arc<Mutex<Option<Client>>>,
@@ -82,15 +87,21 @@ impl ZkConn {
             reason,
             expected: EXPECTED,
         };
-        let (scheme, rest) = raw
-            .split_once("://")
-            .ok_or_else(|| invalid("it does not start with zookeeper://".into()))?;
-        if !scheme.eq_ignore_ascii_case("zookeeper") {
-            return Err(invalid("the scheme is not zookeeper".into()));
-        }
+        let (scheme, rest) = raw.split_once("://").ok_or_else(|| {
+            invalid("it does not start with zookeeper:// or zookeepers://".into())
+        })?;
+        let secure = match scheme.to_ascii_lowercase().as_str() {
+            "zookeeper" => false,
+            "zookeepers" => true,
+            _ => return Err(invalid("the scheme is neither zookeeper nor zookeepers".into())),
+        };
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let mut leaf = None;
+        let mut tls = secure.then(TlsFiles::default);
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            if TlsFiles::take(&mut tls, &key, &value, "zookeepers").map_err(invalid)? {
+                continue;
+            }
             match key.as_ref() {
                 "leaf" => {
                     leaf::check_leaf_name(&value)
@@ -99,7 +110,8 @@ impl ZkConn {
                 }
                 _ => {
                     return Err(invalid(format!(
-                        "unknown parameter {:?} (leaf=NAME is understood)",
+                        "unknown parameter {:?} (leaf, and for TLS cacert, cert and key, are \
+                         understood)",
                         if super::is_credential_key(&key) {
                             "***".into()
                         } else {
@@ -147,6 +159,7 @@ impl ZkConn {
                 members.len()
             )));
         }
+        TlsFiles::check(tls.as_ref(), STORE).map_err(invalid)?;
         let path = super::net::percent_decode(path.trim_end_matches('/'));
         let root = if path.is_empty() {
             DEFAULT_ROOT.to_owned()
@@ -160,7 +173,8 @@ impl ZkConn {
             .collect::<Vec<_>>()
             .join(",");
         let location = format!(
-            "zookeeper://{}{cluster}{root}{}",
+            "{}://{}{cluster}{root}{}",
+            if secure { "zookeepers" } else { "zookeeper" },
             if user.is_empty() {
                 String::new()
             } else {
@@ -180,6 +194,7 @@ impl ZkConn {
             prefix: root.clone(),
             root,
             timeout: Duration::from_secs(5),
+            tls,
             leaf,
             reader: Arc::new(Mutex::new(None)),
         })
@@ -247,6 +262,10 @@ impl ZkConn {
     /// A new session, with `session_timeout` asked for, within the bound. Only members
     /// that serve the quorum accept it (the client never asks for read-only mode).
     pub(crate) async fn connect(&self, session_timeout: Duration) -> Result<Client, StoreError> {
+        // With TLS built, zookeeper-client brings aws-lc-rs beside our ring, and then
+        // rustls chooses no provider by itself: its client would panic, even in plain text.
+        #[cfg(feature = "tls")]
+        super::tls::install_provider();
         let mut connector = Client::connector();
         connector
             .session_timeout(session_timeout)
@@ -258,11 +277,74 @@ impl ZkConn {
                 format!("{}:{password}", self.user).into_bytes(),
             );
         }
+        #[cfg(feature = "tls")]
+        if let Some(files) = &self.tls {
+            connector.tls(self.tls_options(files)?);
+            return match tokio::time::timeout(self.timeout, connector.secure_connect(&self.cluster))
+                .await
+            {
+                Ok(Ok(client)) => Ok(client),
+                Ok(Err(e)) => Err(self.tls_refusal(files).await.unwrap_or(self.explain(e, "connecting"))),
+                Err(_) => Err(self.timed_out("connecting")),
+            };
+        }
         match tokio::time::timeout(self.timeout, connector.connect(&self.cluster)).await {
             Ok(Ok(client)) => Ok(client),
             Ok(Err(e)) => Err(self.explain(e, "connecting")),
             Err(_) => Err(self.timed_out("connecting")),
         }
+    }
+
+    /// The client's TLS: the CA file alone when the URL names one, else the well-known
+    /// roots; a client certificate when named. Host names are checked.
+    #[cfg(feature = "tls")]
+    fn tls_options(&self, files: &TlsFiles) -> Result<zookeeper_client::TlsOptions, StoreError> {
+        let failed = |reason: String| StoreError::Tls {
+            store: STORE,
+            host: self.host.clone(),
+            port: self.port,
+            reason,
+            source: "the TLS settings of the URL".into(),
+        };
+        let read = |what: &str, path: &std::path::Path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| failed(format!("cannot read the {what} {}: {e}", path.display())))
+        };
+        let options = match &files.ca {
+            Some(path) => zookeeper_client::TlsOptions::no_ca()
+                .with_pem_ca_certs(&read("CA file", path)?)
+                .map_err(|e| failed(format!("the CA file {}: {e}", path.display())))?,
+            None => zookeeper_client::TlsOptions::default(),
+        };
+        match (&files.cert, &files.key) {
+            (Some(cert), Some(key)) => options
+                .with_pem_identity(&read("client certificate", cert)?, &read("client key", key)?)
+                .map_err(|e| failed(format!("the client certificate or key: {e}"))),
+            _ => Ok(options),
+        }
+    }
+
+    /// Why the first member refuses a TLS handshake, when it does: ZooKeeper's client
+    /// only logs it, so a handshake of our own, checked the same way, names it.
+    #[cfg(feature = "tls")]
+    async fn tls_refusal(&self, files: &TlsFiles) -> Option<StoreError> {
+        let asked = super::net::Tls {
+            verify: super::net::Verify::Full,
+            ca: files.ca.clone(),
+        };
+        let (host, port, timeout) = (self.host.clone(), self.port, self.timeout);
+        let reason = tokio::task::spawn_blocking(move || {
+            super::tls::handshake_failure(STORE, &host, port, &asked, timeout)
+        })
+        .await
+        .ok()??;
+        Some(StoreError::Tls {
+            store: STORE,
+            host: self.host.clone(),
+            port: self.port,
+            reason,
+            source: "the TLS handshake".into(),
+        })
     }
 
     /// Runs `work` with the shared session (opened first if there is none, or if the
@@ -459,6 +541,21 @@ pub(crate) async fn children(client: &Client, path: &str) -> Result<Vec<String>,
     }
 }
 
+/// One node's answer in a multi-read: its data and stat, `None` when the node is not
+/// there, and an error for anything else (no right to read it, say), never taken for a
+/// missing node.
+pub(crate) fn node_data(
+    answer: Option<&zookeeper_client::MultiReadResult>,
+) -> Result<Option<(&[u8], &zookeeper_client::Stat)>, zookeeper_client::Error> {
+    use zookeeper_client::{Error as E, MultiReadResult as R};
+    match answer {
+        Some(R::Data { data, stat }) => Ok(Some((data, stat))),
+        Some(R::Error { err: E::NoNode }) => Ok(None),
+        Some(R::Error { err }) => Err(err.clone()),
+        _ => Err(E::UnexpectedError("a multi-read answered out of shape".into())),
+    }
+}
+
 /// The runtime every ZooKeeper session of this process runs on: a thread of its own, so
 /// sessions are pinged between the steps, whatever the caller's threads do.
 fn runtime() -> Result<&'static tokio::runtime::Runtime, StoreError> {
@@ -573,6 +670,8 @@ mod tests {
             ("zookeeper://a/x//y", "path"),
             ("zookeeper://a/x/../y", "path"),
             ("zk://a/x", "scheme"),
+            ("zookeeper://a/x?cacert=/etc/hosts", "zookeepers"),
+            ("zookeepers://a/x?cert=/etc/hosts", "cert and key go together"),
         ] {
             let err = ZkConn::new(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");

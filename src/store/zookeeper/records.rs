@@ -5,7 +5,6 @@ use super::segment::{from_node_name, node_name};
 use super::ZkConn;
 use crate::store::guard::RecordSteps;
 use crate::store::{StoreError, StoreKind};
-use zookeeper_client::MultiReadResult;
 
 /// The records on a ZooKeeper ensemble.
 #[derive(Clone, Debug)]
@@ -50,17 +49,14 @@ impl RecordSteps for ZkRecords {
                 for path in &paths {
                     reads.add_get_data(path)?;
                 }
-                Ok(reads
-                    .commit()
-                    .await?
-                    .into_iter()
-                    .map(|answer| match answer {
-                        MultiReadResult::Data { data, .. } => {
-                            Some(String::from_utf8_lossy(&data).into_owned())
-                        }
-                        _ => None,
+                let answers = reads.commit().await?;
+                (0..paths.len())
+                    .map(|i| {
+                        super::node_data(answers.get(i)).map(|found| {
+                            found.map(|(data, _)| String::from_utf8_lossy(data).into_owned())
+                        })
                     })
-                    .collect())
+                    .collect()
             })
     }
 

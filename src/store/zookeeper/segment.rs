@@ -210,10 +210,11 @@ impl SegmentStore for ZooKeeperSegmentStore {
                 for name in batch {
                     reads.add_get_data(&format!("{prefix}/{name}"))?;
                 }
-                for (name, answer) in batch.iter().zip(reads.commit().await?) {
+                let answers = reads.commit().await?;
+                for (i, name) in batch.iter().enumerate() {
                     // A tag deleted between the listing and the read is not listed.
-                    if let zookeeper_client::MultiReadResult::Data { data, .. } = answer {
-                        found.push((name.clone(), data));
+                    if let Some((data, _)) = super::node_data(answers.get(i))? {
+                        found.push((name.clone(), data.to_vec()));
                     }
                 }
             }
