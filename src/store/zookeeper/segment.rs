@@ -115,12 +115,22 @@ impl VersionedTags for ZooKeeperSegmentStore {
     /// The tag's record and its node's version.
     fn read(&self, tag: &str, step: &'static str) -> Result<Option<(TagRecord, i32)>, StoreError> {
         let path = self.path(tag);
+        let prefix = self.conn.key_prefix().to_owned();
         let found = self.conn.run(step, async |client| {
-            match client.get_data(&path).await {
-                Ok((data, stat)) => Ok(Some((data, stat.version))),
-                Err(zookeeper_client::Error::NoNode) => Ok(None),
-                Err(e) => Err(e),
+            // Not there, as this session's member sees it: a tag another process just
+            // created may not have reached that member yet (CI29), so it is caught up
+            // with the leader and asked again before the tag counts as missing.
+            for first in [true, false] {
+                match client.get_data(&path).await {
+                    Ok((data, stat)) => return Ok(Some((data, stat.version))),
+                    Err(zookeeper_client::Error::NoNode) if first => {
+                        super::sync(client, &prefix).await?
+                    }
+                    Err(zookeeper_client::Error::NoNode) => return Ok(None),
+                    Err(e) => return Err(e),
+                }
             }
+            Ok(None)
         })?;
         match found {
             None => Ok(None),
@@ -203,6 +213,7 @@ impl SegmentStore for ZooKeeperSegmentStore {
         let prefix = self.conn.key_prefix().to_owned();
         let step = "listing the tags";
         let found = self.conn.run(step, async |client| {
+            super::sync(client, &prefix).await?;
             let names = super::children(client, &prefix).await?;
             let mut found = Vec::with_capacity(names.len());
             for batch in names.chunks(256) {
