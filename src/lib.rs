@@ -97,7 +97,8 @@
 //! | `postgres` | `PostgresLeaseStore`, `PostgresSegmentStore` on `tokio-postgres` (pulls in `tokio`) |
 //! | `redis` | `RedisLeaseStore`, `RedisSegmentStore` on `redis`'s synchronous connection |
 //! | `etcd` | `EtcdLeaseStore`, `EtcdSegmentStore` on `etcd-client` (gRPC on `tokio`); building it needs `protoc` and Google's `.proto` files (Debian: `protobuf-compiler libprotobuf-dev`) |
-//! | `tls` | TLS (rustls) to the network stores when the URL asks for it: `rediss://`, PostgreSQL's `sslmode` (`require`, `verify-ca`, `verify-full`), MySQL's `ssl-mode` (`REQUIRED`, `VERIFY_IDENTITY`), `etcds://`, with a CA file parameter |
+//! | `zookeeper` | `ZooKeeperLeaseStore`, `ZooKeeperSegmentStore` on `zookeeper-client` (on `tokio`): a lease is a ZooKeeper session |
+//! | `tls` | TLS (rustls) to the network stores when the URL asks for it: `rediss://`, PostgreSQL's `sslmode` (`require`, `verify-ca`, `verify-full`), MySQL's `ssl-mode` (`REQUIRED`, `VERIFY_IDENTITY`), `etcds://`, `zookeepers://`, with a CA file parameter |
 //! | `opaque` | [`OpaqueIds`]: public IDs that hide order, time and volume (FF1 with AES-256, written here on the `aes` crate and checked against NIST's vectors and against `fpe` in the tests) |
 //!
 //! # Where things live
@@ -187,7 +188,8 @@ pub use store::lease::{Acquired, IntoLeaseStore, LeaseRecord, LeaseRequest, Leas
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 pub use store::redact_url;
 pub use store::segment::{
@@ -198,6 +200,11 @@ pub use store::sqlite::default_store_memory_dir;
 pub use store::{is_credential_key, Cause, StoreError, StoreKind, StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "etcd")]
 pub use store::{EtcdLeaseStore, EtcdSegmentStore};
+#[cfg(feature = "zookeeper")]
+pub use store::{
+    Handover, LeafFleet, LeafWorker, ZooKeeperLeaseStore, ZooKeeperSegmentStore, LEAF_EPOCH_MS,
+    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+};
 #[cfg(feature = "mysql")]
 pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA};
 #[cfg(feature = "postgres")]

@@ -6,9 +6,10 @@
 //! worker IDs and ranges handed out are all distinct.
 //!
 //! A fresh store: a new SQLite file; a new database on MariaDB and PostgreSQL; a Redis
-//! database of this test's own (6 to 10), emptied; a new root prefix on etcd. Rounds run five
-//! at a time: a network store's first leases wait until its identity is 2.5 s old
-//! (`uidgen::YOUNG_STORE`), and five rounds share that wait; the engines run side by side.
+//! database of this test's own (6 to 10), emptied; a new root prefix on etcd, and a new
+//! root path on ZooKeeper. Rounds run five at a time: a network store's first leases wait
+//! until its identity is 2.5 s old (`uidgen::YOUNG_STORE`), and five rounds share that
+//! wait; the engines run one after another.
 
 #[path = "support/servers.rs"]
 mod servers;
@@ -137,21 +138,33 @@ fn fresh(kind: StoreKind, dir: &tempfile::TempDir, round: usize) -> Fresh {
             }
         }
         #[cfg(feature = "etcd")]
-        StoreKind::Etcd => {
-            let url = servers::etcd_url();
-            let (hosts, root) = url.rsplit_once('/').unwrap();
-            let url = format!("{hosts}/{root}-first-{}", random_suffix());
-            let dropped = url.clone();
-            Fresh {
-                url,
-                drop: Box::new(move || {
-                    let _ = uidgen::EtcdLeaseStore::new(&dropped)
-                        .and_then(|s| s.prefix(""))
-                        .and_then(|s| s.destroy());
-                }),
-            }
-        }
+        StoreKind::Etcd => fresh_root(&servers::etcd_url(), |url| {
+            uidgen::EtcdLeaseStore::new(url)
+                .and_then(|s| s.prefix(""))
+                .and_then(|s| s.destroy())
+        }),
+        #[cfg(feature = "zookeeper")]
+        StoreKind::ZooKeeper => fresh_root(&servers::zookeeper_store_url(), |url| {
+            uidgen::ZooKeeperLeaseStore::new(url)
+                .and_then(|s| s.prefix(""))
+                .and_then(|s| s.destroy())
+        }),
         other => panic!("no fresh store for {other:?}"),
+    }
+}
+
+/// A new root prefix (path) of the test's own under the suite's `url`, its keys deleted
+/// by `destroy` at the end.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+fn fresh_root(url: &str, destroy: fn(&str) -> Result<(), uidgen::StoreError>) -> Fresh {
+    let (hosts, root) = url.rsplit_once('/').unwrap();
+    let url = format!("{hosts}/{root}-first-{}", random_suffix());
+    let dropped = url.clone();
+    Fresh {
+        url,
+        drop: Box::new(move || {
+            let _ = destroy(&dropped);
+        }),
     }
 }
 
@@ -165,6 +178,9 @@ fn kinds() -> Vec<StoreKind> {
     ];
     if cfg!(feature = "etcd") {
         kinds.push(StoreKind::Etcd);
+    }
+    if cfg!(feature = "zookeeper") {
+        kinds.push(StoreKind::ZooKeeper);
     }
     kinds
 }
@@ -250,25 +266,16 @@ fn first_use_on(kind: StoreKind) {
     }
 }
 
-/// The engines side by side: each round's time is mostly the young store's wait.
+/// The engines one after another: side by side, six engines' first leases at once (320
+/// each per batch of rounds; on ZooKeeper each a session the ensemble creates) overloaded
+/// a 2-core CI machine running the other load tests (CI28: ZooKeeper did not write a
+/// record within its 5 s bound).
 #[test]
 fn sixty_four_threads_in_four_processes_take_their_first_lease_and_range_at_once() {
-    let engines: Vec<_> = kinds()
-        .into_iter()
-        .map(|kind| {
-            std::thread::spawn(move || {
-                let started = std::time::Instant::now();
-                first_use_on(kind);
-                eprintln!("{kind:?}: {ROUNDS} rounds in {:?}", started.elapsed());
-            })
-        })
-        .collect();
-    let failed: Vec<_> = engines
-        .into_iter()
-        .filter_map(|engine| engine.join().err())
-        .collect();
-    if let Some(panic) = failed.into_iter().next() {
-        std::panic::resume_unwind(panic);
+    for kind in kinds() {
+        let started = std::time::Instant::now();
+        first_use_on(kind);
+        eprintln!("{kind:?}: {ROUNDS} rounds in {:?}", started.elapsed());
     }
 }
 

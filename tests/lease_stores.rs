@@ -15,7 +15,7 @@ use servers::{mysql_url, postgres_url, redis_url};
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use stores::{for_each_store, Fixture, Leases as Shared, KINDS};
+use stores::{for_each_store, kinds, Fixture, Leases as Shared};
 use uidgen::StoreKind as Kind;
 use uidgen::{
     Acquired, BitsAllocator, CachedUidGenerator, LeaseRequest, LeaseStore, MySqlLeaseStore,
@@ -286,7 +286,7 @@ fn a_worker_id_range_is_kept_to_on_every_store() {
 /// 10,000 cycles there pass 600 s): the stores run side by side.
 #[test]
 fn thousands_of_acquire_release_cycles_never_run_out() {
-    let runs: Vec<_> = KINDS
+    let runs: Vec<_> = kinds()
         .into_iter()
         .map(|kind| {
             std::thread::spawn(move || {

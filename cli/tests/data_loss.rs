@@ -1,6 +1,6 @@
 //! A store that loses data never makes uidgen repeat an ID (issue 29): the ways real
 //! stores fail, replayed through the command line as one machine runs it (one state
-//! folder across runs), on SQLite, MariaDB, PostgreSQL, Redis and etcd:
+//! folder across runs), on SQLite, MariaDB, PostgreSQL, Redis, etcd and ZooKeeper:
 //!
 //! - a counter rolled back (an older SQLite file, a dump restored, a Redis failover to a
 //!   replica that missed the last writes): the next run hands out no ID it handed out
@@ -12,7 +12,9 @@
 //! - a Redis that keeps nothing on disk is refused unless the URL accepts the risk.
 //!
 //! MariaDB and PostgreSQL get a database of the test's own (dumped and restored with
-//! their own tools); Redis servers are private ones the test starts and restarts.
+//! their own tools); Redis servers are private ones the test starts and restarts; etcd
+//! and ZooKeeper a prefix or path of the test's own, its keys or nodes put back as a
+//! backup restored would.
 
 mod common;
 #[path = "../../tests/support/relay.rs"]
@@ -65,6 +67,13 @@ enum Place {
         url: String,
         prefix: String,
     },
+    /// A path of the test's own on the suite's ZooKeeper ensemble.
+    #[cfg(feature = "zookeeper")]
+    ZooKeeper {
+        url: String,
+        hosts: String,
+        root: String,
+    },
 }
 
 enum Snapshot {
@@ -72,6 +81,9 @@ enum Snapshot {
     Dump(Vec<u8>),
     /// Every key under the prefix and its value.
     Keys(Vec<(String, String)>),
+    /// Every persistent node under the path, parents first, and its data.
+    #[cfg(feature = "zookeeper")]
+    Nodes(Vec<(String, Vec<u8>)>),
 }
 
 impl Place {
@@ -115,11 +127,45 @@ impl Place {
         }
     }
 
+    #[cfg(feature = "zookeeper")]
+    fn zookeeper() -> Self {
+        let server = servers::zookeeper_store_url();
+        let rest = server.strip_prefix("zookeeper://").unwrap();
+        let hosts = rest.split(['/', '?']).next().unwrap().to_owned();
+        let root = format!("/uidgen-loss-{}", servers::random_suffix());
+        Place::ZooKeeper {
+            url: format!("zookeeper://{hosts}{root}"),
+            hosts,
+            root,
+        }
+    }
+
     fn url(&self) -> String {
         match self {
             Place::Sqlite(dir) => dir.path().join("ids.sqlite3").display().to_string(),
             Place::Sql { url, .. } | Place::Etcd { url, .. } => url.clone(),
+            #[cfg(feature = "zookeeper")]
+            Place::ZooKeeper { url, .. } => url.clone(),
         }
+    }
+
+    /// `work` with a ZooKeeper client on the place's ensemble.
+    #[cfg(feature = "zookeeper")]
+    fn zookeeper_do<T>(&self, work: impl AsyncFnOnce(&zookeeper_client::Client, &str) -> T) -> T {
+        let Place::ZooKeeper { hosts, root, .. } = self else {
+            unreachable!()
+        };
+        // zookeeper-client, built with TLS beside uidgen's, needs the rustls provider chosen.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = zookeeper_client::Client::connect(hosts).await.unwrap();
+            work(&client, root).await
+        })
     }
 
     /// etcdctl against the place's cluster.
@@ -207,6 +253,26 @@ impl Place {
                 );
                 Snapshot::Dump(out.stdout)
             }
+            #[cfg(feature = "zookeeper")]
+            Place::ZooKeeper { .. } => Snapshot::Nodes(self.zookeeper_do(async |client, root| {
+                // Breadth first, so parents come before their children; ephemeral
+                // nodes (lease holders) are no part of a backup.
+                let mut nodes = Vec::new();
+                let mut queue = std::collections::VecDeque::from([root.to_owned()]);
+                while let Some(path) = queue.pop_front() {
+                    let Ok((data, stat)) = client.get_data(&path).await else {
+                        continue;
+                    };
+                    if stat.ephemeral_owner != 0 {
+                        continue;
+                    }
+                    for child in client.list_children(&path).await.unwrap_or_default() {
+                        queue.push_back(format!("{path}/{child}"));
+                    }
+                    nodes.push((path, data));
+                }
+                nodes
+            })),
             Place::Etcd { prefix, .. } => {
                 let listed = self.etcdctl(&["get", &format!("{prefix}/"), "--prefix"]);
                 let lines: Vec<&str> = listed.lines().collect();
@@ -257,6 +323,18 @@ impl Place {
                     String::from_utf8_lossy(&out.stderr)
                 );
             }
+            #[cfg(feature = "zookeeper")]
+            (Place::ZooKeeper { .. }, Snapshot::Nodes(nodes)) => {
+                // As a restored backup: the nodes of then, and nothing written since.
+                self.zookeeper_do(async |client, root| {
+                    delete_tree(client, root).await;
+                    let options = zookeeper_client::CreateMode::Persistent
+                        .with_acls(zookeeper_client::Acls::anyone_all());
+                    for (path, data) in nodes {
+                        client.create(path, data, &options).await.unwrap();
+                    }
+                })
+            }
             (Place::Etcd { prefix, .. }, Snapshot::Keys(keys)) => {
                 // As a restored backup: the keys of then, and nothing written since.
                 self.etcdctl(&["del", &format!("{prefix}/"), "--prefix"]);
@@ -269,8 +347,30 @@ impl Place {
     }
 }
 
+/// Deletes `path` and everything under it.
+#[cfg(feature = "zookeeper")]
+async fn delete_tree(client: &zookeeper_client::Client, path: &str) {
+    let mut stack = vec![(path.to_owned(), false)];
+    while let Some((node, listed)) = stack.pop() {
+        if listed {
+            let _ = client.delete(&node, None).await;
+            continue;
+        }
+        let children = client.list_children(&node).await.unwrap_or_default();
+        stack.push((node.clone(), true));
+        stack.extend(children.into_iter().map(|c| (format!("{node}/{c}"), false)));
+    }
+}
+
 impl Drop for Place {
     fn drop(&mut self) {
+        #[cfg(feature = "zookeeper")]
+        if let Place::ZooKeeper { .. } = self {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.zookeeper_do(async |client, root| delete_tree(client, root).await)
+            }));
+            return;
+        }
         if let Place::Etcd { prefix, .. } = self {
             let prefix = format!("{prefix}/");
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -477,6 +577,14 @@ fn a_restored_etcd_backup_never_repeats_segments_or_worker_ids() {
     let machine = Machine::new();
     segment_rollback(&Place::etcd(), &machine);
     lease_rollback(&Place::etcd(), &machine);
+}
+
+#[cfg(feature = "zookeeper")]
+#[test]
+fn a_restored_zookeeper_backup_never_repeats_segments_or_worker_ids() {
+    let machine = Machine::new();
+    segment_rollback(&Place::zookeeper(), &machine);
+    lease_rollback(&Place::zookeeper(), &machine);
 }
 
 #[cfg(feature = "mysql")]

@@ -41,7 +41,7 @@
 
 mod common;
 
-#[cfg(feature = "etcd")]
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
 #[path = "../../tests/support/relay.rs"]
 mod relay;
 #[path = "../../tests/support/servers.rs"]
@@ -899,6 +899,10 @@ enum Disruption {
     /// off behind its relay.
     #[cfg(feature = "etcd")]
     EtcdLeader(etcd::Cluster),
+    /// The ZooKeeper ensemble's leader is SIGKILLed (and brought back), then a member is
+    /// cut off behind its relay.
+    #[cfg(feature = "zookeeper")]
+    ZooKeeperLeader(zookeeper::Ensemble),
 }
 
 fn fleet(kind: &str, store: &str, disruption: Disruption) {
@@ -910,6 +914,8 @@ fn fleet(kind: &str, store: &str, disruption: Disruption) {
         Disruption::KillServer => 15.0,
         #[cfg(feature = "etcd")]
         Disruption::EtcdLeader(_) => 30.0,
+        #[cfg(feature = "zookeeper")]
+        Disruption::ZooKeeperLeader(_) => 30.0,
     });
     let suffix = servers::random_suffix();
     let tag = format!("fleet-{suffix}");
@@ -1014,6 +1020,22 @@ fn fleet(kind: &str, store: &str, disruption: Disruption) {
                  later; member m{} cut off behind its relay at {cut_at:.1?}",
                 leader + 1,
                 cut + 1
+            )
+        }
+        #[cfg(feature = "zookeeper")]
+        Disruption::ZooKeeperLeader(ensemble) => {
+            let killed_at = run_began.elapsed();
+            shared.disrupted.store(true, Ordering::SeqCst);
+            let leader = ensemble.kill_leader();
+            std::thread::sleep(Duration::from_secs(2));
+            ensemble.start(leader);
+            std::thread::sleep((length * 2 / 3).saturating_sub(run_began.elapsed()));
+            let cut = leader % 3 + 1;
+            let cut_at = run_began.elapsed();
+            ensemble.cut(cut);
+            format!(
+                "ZooKeeper member {leader} (the leader) SIGKILLed at {killed_at:.1?} and started \
+                 again 2 s later; member {cut} cut off behind its relay at {cut_at:.1?}"
             )
         }
     };
@@ -1272,6 +1294,10 @@ fn fleet(kind: &str, store: &str, disruption: Disruption) {
     if let Disruption::EtcdLeader(cluster) = &disruption {
         cluster.heal();
     }
+    #[cfg(feature = "zookeeper")]
+    if let Disruption::ZooKeeperLeader(ensemble) = &disruption {
+        ensemble.heal();
+    }
 
     // The tail check, on a tag no other server touches.
     if let Err(e) = tail_check(
@@ -1333,6 +1359,127 @@ fn stall_limit(disruption: &Disruption) -> Option<Duration> {
         #[cfg(feature = "etcd")]
         Disruption::EtcdLeader(_) => {
             Some(Duration::from_secs(2) + uidgen::DEFAULT_LEASE_TTL / 3 + PROBE_EVERY * 4)
+        }
+        // The same: an election (a few ticks of half a second on the test ensemble), a
+        // session moving to another member, and one lease renewal.
+        #[cfg(feature = "zookeeper")]
+        Disruption::ZooKeeperLeader(_) => {
+            Some(Duration::from_secs(2) + uidgen::DEFAULT_LEASE_TTL / 3 + PROBE_EVERY * 4)
+        }
+    }
+}
+
+/// A private ZooKeeper ensemble of this test's own (`scripts/zookeeper.sh start`), each
+/// member behind a relay of the test's, stopped with it.
+#[cfg(feature = "zookeeper")]
+mod zookeeper {
+    use super::relay::Relay;
+    use std::net::SocketAddr;
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    pub(super) struct Ensemble {
+        dir: String,
+        relays: Vec<Relay>,
+        path: String,
+    }
+
+    fn script() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/zookeeper.sh")
+    }
+
+    impl Ensemble {
+        /// Starts one; the store URL's path is `path`.
+        pub(super) fn start_private(path: &str) -> Self {
+            let out = Command::new("bash")
+                .arg(script())
+                .arg("start")
+                .env_remove("UIDGEN_ZOOKEEPER_ENSEMBLE_DIR")
+                .output()
+                .expect("scripts/zookeeper.sh runs");
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "scripts/zookeeper.sh start: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let value = |name: &str| -> String {
+                said.split(&format!("{name}='"))
+                    .nth(1)
+                    .and_then(|rest| rest.split('\'').next())
+                    .unwrap_or_else(|| panic!("{name} in {said}"))
+                    .to_owned()
+            };
+            let dir = value("UIDGEN_ZOOKEEPER_ENSEMBLE_DIR");
+            let url = value("UIDGEN_ZOOKEEPER_STORE_URL");
+            let members = url
+                .trim_start_matches("zookeeper://")
+                .split('/')
+                .next()
+                .unwrap()
+                .split(',')
+                .map(|m| m.parse::<SocketAddr>().expect("a member's address"))
+                .collect::<Vec<_>>();
+            Self {
+                dir,
+                relays: members.into_iter().map(Relay::to).collect(),
+                path: path.to_owned(),
+            }
+        }
+
+        fn run(&self, args: &[&str]) -> String {
+            let out = Command::new("bash")
+                .arg(script())
+                .args(args)
+                .env("UIDGEN_ZOOKEEPER_ENSEMBLE_DIR", &self.dir)
+                .output()
+                .expect("scripts/zookeeper.sh runs");
+            assert!(
+                out.status.success(),
+                "scripts/zookeeper.sh {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        }
+
+        /// The store URL, through the relays.
+        pub(super) fn url(&self) -> String {
+            let members: Vec<String> = self.relays.iter().map(|r| r.addr.to_string()).collect();
+            format!("zookeeper://{}/{}", members.join(","), self.path)
+        }
+
+        /// SIGKILLs the leader; its number (1 to 3).
+        pub(super) fn kill_leader(&self) -> usize {
+            let leader: usize = self.run(&["leader"]).parse().expect("the leader's number");
+            self.run(&["member-kill", &leader.to_string()]);
+            leader
+        }
+
+        /// Starts member `n` again on its data, and waits until it serves.
+        pub(super) fn start(&self, n: usize) {
+            self.run(&["member-restart", &n.to_string()]);
+        }
+
+        /// Cuts member `n` off behind its relay: connections held, nothing answered.
+        pub(super) fn cut(&self, n: usize) {
+            self.relays[n - 1].silence();
+        }
+
+        /// Every relay passes again.
+        pub(super) fn heal(&self) {
+            for relay in &self.relays {
+                relay.restore();
+            }
+        }
+    }
+
+    impl Drop for Ensemble {
+        fn drop(&mut self) {
+            let _ = Command::new("bash")
+                .arg(script())
+                .arg("stop")
+                .env("UIDGEN_ZOOKEEPER_ENSEMBLE_DIR", &self.dir)
+                .output();
         }
     }
 }
@@ -1711,6 +1858,18 @@ fn a_whole_etcd_cluster_restarted_from_its_data_repeats_nothing() {
         seen[0].len(),
         seen[1].len()
     );
+}
+
+/// Eight services on a 3-member ZooKeeper ensemble of the test's own, 64 clients: the
+/// leader SIGKILLed and started again, then a member cut off. No ID answered twice;
+/// every server answers again within an election and a lease renewal.
+#[cfg(feature = "zookeeper")]
+#[test]
+fn a_fleet_on_zookeeper_losing_its_leader_and_a_member() {
+    let ensemble =
+        zookeeper::Ensemble::start_private(&format!("uidgen-fleet-{}", servers::random_suffix()));
+    let url = ensemble.url();
+    fleet("zookeeper", &url, Disruption::ZooKeeperLeader(ensemble));
 }
 
 #[cfg(feature = "etcd")]

@@ -208,7 +208,8 @@ impl<S: LeaseStore> IntoLeaseStore for S {
         feature = "mysql",
         feature = "postgres",
         feature = "redis",
-        feature = "etcd"
+        feature = "etcd",
+        feature = "zookeeper"
     )),
     allow(dead_code)
 )]
@@ -241,6 +242,20 @@ pub(crate) trait LeaseSteps: Send + Sync + 'static {
     fn list(&self) -> Result<Vec<LeaseRecord>, StoreError>;
 }
 
+/// The lowest worker ID from `min` with no mark: the first gap in `marked`, sorted (the
+/// `lowest` step of the key-value stores, which list every mark).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn first_unused(marked: &[u64], min: u64) -> u64 {
+    let mut unused = min;
+    for id in marked.iter().filter(|id| **id >= min) {
+        if *id != unused {
+            break;
+        }
+        unused += 1;
+    }
+    unused
+}
+
 /// A lease row as [`LeaseSteps::read`] finds it.
 #[derive(Debug)]
 pub(crate) struct LeaseRow {
@@ -262,7 +277,8 @@ const ACQUIRE_ATTEMPTS: usize = 100;
         feature = "mysql",
         feature = "postgres",
         feature = "redis",
-        feature = "etcd"
+        feature = "etcd",
+        feature = "zookeeper"
     )),
     allow(dead_code)
 )]
@@ -334,7 +350,8 @@ pub(crate) fn acquire(
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 macro_rules! lease_store_over_steps {
     ($store:ty, $steps:ident) => {
@@ -387,6 +404,7 @@ macro_rules! lease_store_over_steps {
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 pub(crate) use lease_store_over_steps;

@@ -11,7 +11,8 @@ pub(crate) mod lease;
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 mod net;
 mod open;
@@ -28,11 +29,14 @@ pub(crate) mod sql;
         feature = "mysql",
         feature = "postgres",
         feature = "redis",
-        feature = "etcd"
+        feature = "etcd",
+        feature = "zookeeper"
     )
 ))]
 mod tls;
 mod url;
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) mod versioned;
 
 /// Why a TLS handshake failed, if `err` is such a failure (the rustls error inside it).
 #[cfg(any(
@@ -61,7 +65,8 @@ pub use self::mysql::{
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 pub use self::net::redact_url;
 #[cfg(feature = "postgres")]
@@ -73,6 +78,11 @@ pub use self::redis::{RedisLeaseStore, RedisSegmentStore};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::{SqliteLeaseStore, SqliteSegmentStore, SQLITE_SEGMENT_SCHEMA};
 pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
+#[cfg(feature = "zookeeper")]
+pub use self::zookeeper::{
+    Handover, LeafFleet, LeafWorker, ZooKeeperLeaseStore, ZooKeeperSegmentStore, LEAF_EPOCH_MS,
+    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+};
 
 /// Every engine, declared once: its [`StoreKind`] variant, its name in messages, the
 /// crate feature that builds it, the URL schemes that name it, and its folder (whose
@@ -103,7 +113,7 @@ macro_rules! engines {
 
         impl StoreKind {
             /// The engine's name, as messages give it: `SQLite`, `MySQL`, `PostgreSQL`,
-            /// `Redis`, `etcd` (`custom` for [`StoreKind::Other`]).
+            /// `Redis`, `etcd`, `ZooKeeper` (`custom` for [`StoreKind::Other`]).
             pub fn name(self) -> &'static str {
                 match self {
                     $(StoreKind::$kind => $name,)+
@@ -144,6 +154,8 @@ engines! {
     Redis: "Redis", feature "redis", schemes ["redis", "rediss"], folder redis;
     /// etcd (a consensus store).
     Etcd: "etcd", feature "etcd", schemes ["etcd", "etcds"], folder etcd;
+    /// ZooKeeper (a consensus store).
+    ZooKeeper: "ZooKeeper", feature "zookeeper", schemes ["zookeeper", "zookeepers"], folder zookeeper;
 }
 
 impl std::fmt::Display for StoreKind {

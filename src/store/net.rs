@@ -31,7 +31,12 @@ impl<T> std::ops::Deref for Hidden<T> {
 /// our bound (`timeout × attempts` of resolv.conf), so it runs on a thread of its own
 /// that is left behind if it does not answer within `timeout`.
 #[cfg_attr(
-    not(any(feature = "mysql", feature = "postgres", feature = "redis")),
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        all(feature = "zookeeper", feature = "tls")
+    )),
     allow(dead_code)
 )]
 pub(crate) fn resolve(
@@ -241,6 +246,16 @@ pub(crate) enum Verify {
 }
 
 /// What a URL asks of TLS.
+// Not read by ZooKeeper's store, which has no TLS yet.
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Tls {
     pub verify: Verify,
@@ -248,6 +263,16 @@ pub(crate) struct Tls {
     pub ca: Option<PathBuf>,
 }
 
+// Not read by ZooKeeper's store, which has no TLS yet.
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 impl Tls {
     /// Takes the TLS parameters (`mode_key`, `ca_key`) out of `url`'s query; the other
     /// parameters are returned. A CA with no mode, or with the encrypt-only mode, checks
@@ -316,12 +341,67 @@ impl Tls {
     }
 }
 
+/// The files a consensus store's TLS URL (`etcds://`, `zookeepers://`) names:
+/// `?cacert=PATH` (the only CA trusted), `?cert=PATH&key=PATH` (a client certificate).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+pub(crate) struct TlsFiles {
+    /// The only CA trusted (else the well-known roots).
+    pub(crate) ca: Option<PathBuf>,
+    /// A client certificate (PEM).
+    pub(crate) cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    pub(crate) key: Option<PathBuf>,
+}
+
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+impl TlsFiles {
+    /// Takes `key=value` of a URL's query when it is one of TLS's (`true`); refused when
+    /// the URL's scheme asks for no TLS (`tls` is `None`), naming `secure` (the scheme
+    /// that does).
+    pub(crate) fn take(
+        tls: &mut Option<TlsFiles>,
+        key: &str,
+        value: &str,
+        secure: &str,
+    ) -> Result<bool, String> {
+        let slot = match (key, tls.as_mut()) {
+            ("cacert", Some(tls)) => &mut tls.ca,
+            ("cert", Some(tls)) => &mut tls.cert,
+            ("key", Some(tls)) => &mut tls.key,
+            ("cacert" | "cert" | "key", None) => {
+                return Err(format!("{key} is for TLS: write {secure}://"))
+            }
+            _ => return Ok(false),
+        };
+        *slot = Some(Tls::ca_file(key, value)?);
+        Ok(true)
+    }
+
+    /// An error when a client certificate lacks its key (or the key its certificate),
+    /// or when TLS is asked of a build without it.
+    pub(crate) fn check(tls: Option<&TlsFiles>, store: &str) -> Result<(), String> {
+        let Some(tls) = tls else {
+            return Ok(());
+        };
+        if tls.cert.is_some() != tls.key.is_some() {
+            return Err("cert and key go together: name both files".into());
+        }
+        Tls {
+            verify: Verify::Full,
+            ca: None,
+        }
+        .check_built(store)
+    }
+}
+
 /// The public face shared by the key-value engines' stores (Redis, etcd), over their
 /// connection at `$conn` (a field path: `steps.conn`): a `Debug` that shows where and
 /// under which prefix but never the password, the bound on each step, another key
 /// prefix, where it is, and the driver's builder surface. One macro, so the four faces
 /// cannot drift apart.
-#[cfg(any(feature = "redis", feature = "etcd"))]
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 macro_rules! key_value_store_face {
     ($name:ident, $($conn:ident).+, $server:literal, $default_prefix:literal) => {
         impl std::fmt::Debug for $name {
@@ -365,8 +445,83 @@ macro_rules! key_value_store_face {
         }
     };
 }
-#[cfg(any(feature = "redis", feature = "etcd"))]
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 pub(crate) use key_value_store_face;
+
+/// `host[:port]` (`[v6]:port` too) of one member of a cluster; `default_port` when it
+/// names none.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn member_address(member: &str, default_port: u16) -> Result<(String, u16), String> {
+    let member = member.trim();
+    if member.is_empty() {
+        return Err("a member's address is empty (hosts are separated by commas)".into());
+    }
+    let (host, port) = if let Some(rest) = member.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("{member:?}: an IPv6 address needs its closing ]"))?;
+        let port = match after.strip_prefix(':') {
+            Some(port) => Some(port),
+            None if after.is_empty() => None,
+            None => return Err(format!("{member:?}: expected :PORT after the ]")),
+        };
+        (format!("[{host}]"), port)
+    } else {
+        match member.rsplit_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (member.to_owned(), None),
+        }
+    };
+    let host_ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'));
+    if !host_ok {
+        return Err(format!(
+            "{:?} is not a host name or address",
+            host.chars().take(60).collect::<String>()
+        ));
+    }
+    let port = match port {
+        None => default_port,
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("{member:?}: the port is not a number from 1 to 65535"))?,
+    };
+    Ok((host, port))
+}
+
+/// A number as etcd compares values and ZooKeeper lists names, byte by byte: 20
+/// digits, zeros in front, so that the order of the text is the order of the numbers.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn padded(number: u64) -> String {
+    format!("{number:020}")
+}
+
+/// The number of a [`padded`] value (or of any decimal).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn number(value: &[u8]) -> Option<u64> {
+    std::str::from_utf8(value).ok()?.trim().parse().ok()
+}
+
+#[cfg(all(test, any(feature = "etcd", feature = "zookeeper")))]
+mod number_tests {
+    use super::{number, padded};
+
+    #[test]
+    fn padded_numbers_sort_as_numbers() {
+        let mut texts: Vec<String> = [10, 9, 0, u64::MAX, 100].map(padded).to_vec();
+        texts.sort();
+        let numbers: Vec<u64> = texts
+            .iter()
+            .map(|t| number(t.as_bytes()).unwrap())
+            .collect();
+        assert_eq!(numbers, [0, 9, 10, 100, u64::MAX]);
+    }
+}
 
 #[cfg(test)]
 mod redact_tests {

@@ -278,7 +278,8 @@ pub(crate) fn check_tag(store: &'static str, tag: &str) -> Result<(), StoreError
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 pub(crate) fn check_create(
     store: &'static str,
@@ -359,7 +360,8 @@ pub(crate) fn counter_overflow(
     feature = "mysql",
     feature = "postgres",
     feature = "redis",
-    feature = "etcd"
+    feature = "etcd",
+    feature = "zookeeper"
 ))]
 pub(crate) fn check_step(store: &'static str, tag: &str, step: u64) -> Result<(), StoreError> {
     if step == 0 || step > MAX_BASE_STEP * 16 {
@@ -370,4 +372,59 @@ pub(crate) fn check_step(store: &'static str, tag: &str, step: u64) -> Result<()
         });
     }
     Ok(())
+}
+
+/// A tag's value as the key-value stores keep it: `max_id step updated_ms description`.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn tag_text(record: &TagRecord) -> String {
+    format!(
+        "{} {} {} {}",
+        record.max_id, record.step, record.updated_ms, record.description
+    )
+}
+
+/// The record of a [`tag_text`] value (`None`: not one).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn tag_from_text(tag: String, value: &[u8]) -> Option<TagRecord> {
+    let text = std::str::from_utf8(value).ok()?;
+    let mut fields = text.splitn(4, ' ');
+    let max_id = fields.next()?.parse().ok()?;
+    let step = fields.next()?.parse().ok()?;
+    let updated_ms = fields.next()?.parse().ok()?;
+    let description = fields.next().unwrap_or_default().to_owned();
+    Some(TagRecord {
+        tag,
+        max_id,
+        step,
+        description,
+        updated_ms,
+    })
+}
+
+#[cfg(all(test, any(feature = "etcd", feature = "zookeeper")))]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_value_reads_back_with_spaces_in_its_description() {
+        let record = TagRecord {
+            tag: "t".into(),
+            max_id: 42,
+            step: 1000,
+            description: "orders of shop 3".into(),
+            updated_ms: 7,
+        };
+        let back = tag_from_text("t".into(), tag_text(&record).as_bytes()).unwrap();
+        assert_eq!(
+            (
+                back.max_id,
+                back.step,
+                back.updated_ms,
+                back.description.as_str()
+            ),
+            (42, 1000, 7, "orders of shop 3")
+        );
+        assert!(tag_from_text("t".into(), b"x 1 2 d").is_none());
+        assert_eq!(tag_from_text("t".into(), b"1 2 3").unwrap().description, "");
+    }
 }

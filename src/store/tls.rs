@@ -20,7 +20,10 @@ fn provider() -> Arc<CryptoProvider> {
 /// Makes ring the process's rustls provider, unless one is set: a driver that builds its
 /// own configuration (Redis) needs one, and with two providers compiled in (another
 /// crate may bring aws-lc-rs) rustls would not choose.
-#[cfg_attr(not(any(feature = "mysql", feature = "redis")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "mysql", feature = "redis", feature = "zookeeper")),
+    allow(dead_code)
+)]
 pub(crate) fn install_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
@@ -165,6 +168,35 @@ pub(crate) fn failure(err: &(dyn std::error::Error + 'static)) -> Option<String>
             }
         }
         next = err.source();
+    }
+    None
+}
+
+/// Why a TLS handshake with `host:port`, checked as `tls` says, fails; `None` when it
+/// succeeds or never gets as far as TLS. For a driver that keeps the reason to itself
+/// (ZooKeeper's client only logs it). Each step within `timeout`.
+#[cfg_attr(not(feature = "zookeeper"), allow(dead_code))]
+pub(crate) fn handshake_failure(
+    store: &'static str,
+    host: &str,
+    port: u16,
+    tls: &Tls,
+    timeout: std::time::Duration,
+) -> Option<String> {
+    let config = match client_config(tls) {
+        Ok(config) => Arc::new(config),
+        Err(e) => return Some(e.to_string()),
+    };
+    let name = ServerName::try_from(host.trim_matches(['[', ']']).to_owned()).ok()?;
+    let address = super::net::resolve(store, host, port, timeout).ok()?;
+    let mut socket = std::net::TcpStream::connect_timeout(&address, timeout).ok()?;
+    socket.set_read_timeout(Some(timeout)).ok()?;
+    socket.set_write_timeout(Some(timeout)).ok()?;
+    let mut connection = rustls::ClientConnection::new(config, name).ok()?;
+    while connection.is_handshaking() {
+        if let Err(e) = connection.complete_io(&mut socket) {
+            return failure(&e);
+        }
     }
     None
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Every form [`StoreUrl::parse`] accepts, for messages.
 pub const ACCEPTED_STORE_URLS: &str = "a SQLite file path (a file in an existing folder, \
      without ':' or '@'), sqlite:PATH, sqlite://PATH, mysql:// or mariadb://, postgres:// or \
-     postgresql://, redis:// or rediss://, etcd:// or etcds://";
+     postgresql://, redis:// or rediss://, etcd:// or etcds://, zookeeper:// or zookeepers://";
 
 /// Where a store is: parsed once from any accepted form, and opened as the lease store
 /// or the segment store of that place. The CLI, the server and the tests open stores
@@ -22,6 +22,7 @@ pub const ACCEPTED_STORE_URLS: &str = "a SQLite file path (a file in an existing
 /// | `postgres://user[:password]@host[:port]/db`, `postgresql://…`; `?sslmode=require\|verify-ca\|verify-full&sslrootcert=PATH` | PostgreSQL |
 /// | `redis://[[user]:password@]host[:port][/db]`, `rediss://…` (TLS); `?cacert=PATH` | Redis |
 /// | `etcd://[user[:password]@]host[:port][,host[:port]…][/PREFIX]`, `etcds://…` (TLS); `?cacert=PATH` | etcd (every member, comma-separated) |
+/// | `zookeeper://[user:password@]host[:port][,host[:port]…][/PATH]` (a digest user), `zookeepers://…` (TLS); `?cacert=PATH`, `?leaf=NAME` | ZooKeeper (every member, comma-separated) |
 ///
 /// Anything else is refused, never taken for a file name: a scheme it does not know, a
 /// known scheme without its `//`, or a path with `:` or `@` (a URL with a typo, which
@@ -258,14 +259,16 @@ fn shown(text: &str) -> String {
         feature = "mysql",
         feature = "postgres",
         feature = "redis",
-        feature = "etcd"
+        feature = "etcd",
+        feature = "zookeeper"
     ))]
     return super::net::redact_url(text);
     #[cfg(not(any(
         feature = "mysql",
         feature = "postgres",
         feature = "redis",
-        feature = "etcd"
+        feature = "etcd",
+        feature = "zookeeper"
     )))]
     if text.contains('@') || super::is_credential_key(text) || text.contains(':') {
         "(not shown: it could hold a password)".to_owned()

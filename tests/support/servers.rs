@@ -24,6 +24,13 @@ pub fn etcd_url() -> String {
     std::env::var("UIDGEN_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:2379/uidgen-test".into())
 }
 
+/// The suite's ZooKeeper ensemble for the store tests (scripts/zookeeper.sh starts a
+/// private 3-member one), every member in the URL.
+pub fn zookeeper_store_url() -> String {
+    std::env::var("UIDGEN_ZOOKEEPER_STORE_URL")
+        .unwrap_or_else(|_| "zookeeper://127.0.0.1:2181/uidgen-test".into())
+}
+
 /// Twelve hex digits from the clock and a random hasher: a table or key prefix of a
 /// test's own.
 pub fn random_suffix() -> String {

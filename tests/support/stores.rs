@@ -1,10 +1,12 @@
 //! One fixture for every store, opened only the way users open them, through
 //! `uidgen::StoreUrl`: a SQLite file of the test's own, and tables or key prefixes of the
 //! test's own on the MariaDB, PostgreSQL and Redis that scripts/test makes reachable. A
-//! store added to uidgen is added to `KINDS` here, and every conformance test runs on it.
+//! store added to uidgen is added to `ALL_KINDS` here, and every conformance test runs on it.
 #![allow(dead_code)]
 
-use super::servers::{etcd_url, mysql_url, postgres_url, random_suffix, redis_url};
+use super::servers::{
+    etcd_url, mysql_url, postgres_url, random_suffix, redis_url, zookeeper_store_url,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uidgen::{
@@ -13,22 +15,33 @@ use uidgen::{
 };
 
 /// Every engine, in the order tests run them.
-#[cfg(not(feature = "etcd"))]
-pub const KINDS: [StoreKind; 4] = [
+const ALL_KINDS: &[StoreKind] = &[
     StoreKind::Sqlite,
     StoreKind::MySql,
     StoreKind::Postgres,
     StoreKind::Redis,
-];
-/// Every engine, in the order tests run them.
-#[cfg(feature = "etcd")]
-pub const KINDS: [StoreKind; 5] = [
-    StoreKind::Sqlite,
-    StoreKind::MySql,
-    StoreKind::Postgres,
-    StoreKind::Redis,
+    #[cfg(feature = "etcd")]
     StoreKind::Etcd,
+    #[cfg(feature = "zookeeper")]
+    StoreKind::ZooKeeper,
 ];
+
+/// The engines the conformance tests run on: all of them, or only those
+/// `UIDGEN_TEST_STORES` names (`ZooKeeper,etcd`: a way to try one engine while working
+/// on it; CI never sets it).
+pub fn kinds() -> Vec<StoreKind> {
+    let only = std::env::var("UIDGEN_TEST_STORES").unwrap_or_default();
+    ALL_KINDS
+        .iter()
+        .copied()
+        .filter(|kind| {
+            only.is_empty()
+                || only
+                    .split(',')
+                    .any(|name| name.trim().eq_ignore_ascii_case(kind.name()))
+        })
+        .collect()
+}
 
 /// A lease store behind a trait object, clonable, so one test body serves every kind.
 #[derive(Debug, Clone)]
@@ -113,6 +126,12 @@ impl Fixture {
                 let (hosts, root) = url.rsplit_once('/').expect("etcd://HOSTS/PREFIX");
                 (format!("{hosts}/{root}-{}", random_suffix()), None)
             }
+            // A path of its own, for the same reason.
+            StoreKind::ZooKeeper => {
+                let url = zookeeper_store_url();
+                let (hosts, root) = url.rsplit_once('/').expect("zookeeper://HOSTS/PATH");
+                (format!("{hosts}/{root}-{}", random_suffix()), None)
+            }
             other => panic!("no test server for {other:?}"),
         };
         Self {
@@ -127,13 +146,15 @@ impl Fixture {
     /// How long to wait for an unrenewed lease to have expired on this store, `wait`
     /// being enough where TTLs are kept to the millisecond. etcd keeps whole seconds, at
     /// least its minimum TTL (2 s at the default election timeout), and revokes expired
-    /// leases in a loop every 500 ms: there, at least 3 s (for TTLs up to 2 s). The
-    /// results expected are the same on every store.
+    /// leases in a loop every 500 ms: there, at least 3 s (for TTLs up to 2 s).
+    /// ZooKeeper's lease sessions last at least 2 s, and its leader expires sessions on
+    /// its ticks (half a second on the test ensemble): there, a second more. The results
+    /// expected are the same on every store.
     pub fn outlived(&self, wait: Duration) -> Duration {
-        if self.kind == StoreKind::Etcd {
-            wait.max(Duration::from_secs(3))
-        } else {
-            wait
+        match self.kind {
+            StoreKind::Etcd => wait.max(Duration::from_secs(3)),
+            StoreKind::ZooKeeper => wait.max(Duration::from_secs(2)) + Duration::from_secs(1),
+            _ => wait,
         }
     }
 
@@ -150,8 +171,9 @@ impl Fixture {
             parts.next().unwrap_or_default(),
             parts.next().unwrap_or_default(),
         );
-        let kind = KINDS
-            .into_iter()
+        let kind = ALL_KINDS
+            .iter()
+            .copied()
             .find(|k| format!("{k:?}") == kind)
             .unwrap_or_else(|| panic!("no store kind {kind}"));
         Self {
@@ -172,6 +194,7 @@ impl Fixture {
         match self.kind {
             StoreKind::Redis => format!("uidgen:test:{}:lease:", self.suffix),
             StoreKind::Etcd => "lease/".to_owned(),
+            StoreKind::ZooKeeper => "lease".to_owned(),
             _ => format!("wl_test_{}", self.suffix),
         }
     }
@@ -181,6 +204,7 @@ impl Fixture {
         match self.kind {
             StoreKind::Redis => format!("uidgen:test:{}:segment:", self.suffix),
             StoreKind::Etcd => "segment/".to_owned(),
+            StoreKind::ZooKeeper => "segment".to_owned(),
             _ => format!("seg_test_{}", self.suffix),
         }
     }
@@ -250,6 +274,7 @@ impl Fixture {
             StoreKind::MySql => 3306,
             StoreKind::Postgres => 5432,
             StoreKind::Etcd => 2379,
+            StoreKind::ZooKeeper => 2181,
             _ => 6379,
         };
         let with_port = if member
@@ -300,6 +325,10 @@ impl Drop for Fixture {
             StoreKind::Etcd => uidgen::EtcdLeaseStore::new(&url)
                 .and_then(|s| s.prefix(""))
                 .and_then(|s| s.destroy()),
+            #[cfg(feature = "zookeeper")]
+            StoreKind::ZooKeeper => uidgen::ZooKeeperLeaseStore::new(&url)
+                .and_then(|s| s.prefix(""))
+                .and_then(|s| s.destroy()),
             _ => Ok(()),
         };
         if let Err(e) = dropped {
@@ -315,7 +344,7 @@ impl Drop for Fixture {
 pub fn for_each_store_side_by_side(body: impl Fn(&Fixture) + Sync) {
     let body = &body;
     std::thread::scope(|scope| {
-        let runs: Vec<_> = KINDS
+        let runs: Vec<_> = kinds()
             .into_iter()
             .map(|kind| {
                 let run = scope.spawn(move || {
@@ -337,7 +366,7 @@ pub fn for_each_store_side_by_side(body: impl Fn(&Fixture) + Sync) {
 }
 
 pub fn for_each_store(body: impl Fn(&Fixture)) {
-    for kind in KINDS {
+    for kind in kinds() {
         let fixture = Fixture::new(kind);
         let started = Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&fixture)));

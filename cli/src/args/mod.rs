@@ -233,6 +233,62 @@ pub(crate) enum MigrateAction {
     /// nothing fits above, never equal to an old ID), and a segment start; show the proof
     /// and the flags, config keys and builder calls that apply it.
     Plan(PlanArgs),
+    /// A Leaf snowflake fleet on ZooKeeper: list its servers' worker IDs, and hand them
+    /// over to uidgen one at a time, each once its Leaf has stopped (needs a uidgen built
+    /// with the zookeeper feature).
+    #[command(name = "leaf-zk")]
+    LeafZk(LeafZkArgs),
+}
+
+/// `migrate leaf-zk`'s options.
+#[derive(Args)]
+pub(crate) struct LeafZkArgs {
+    /// The ensemble: zookeeper://h1:2181,h2:2181,h3:2181/PATH, PATH being where uidgen
+    /// keeps its own nodes (the same URL, with ?leaf=NAME, is the --store of serve and
+    /// next afterwards).
+    #[arg(long, value_name = "URL", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) zookeeper: String,
+    /// Leaf's leaf.name: its servers' nodes are under /snowflake/NAME/forever.
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub(crate) leaf_name: String,
+    /// How long a node must be unchanged for its Leaf to count as stopped (Leaf writes it
+    /// every 3 s; at least 3).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_silence)]
+    pub(crate) silent_for: Duration,
+    /// Print JSON: one object per line.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) action: LeafZkAction,
+}
+
+/// What `migrate leaf-zk` does.
+#[derive(Subcommand)]
+pub(crate) enum LeafZkAction {
+    /// Every Leaf server's node: ip:port, worker ID, last timestamp, whether it still
+    /// heartbeats, and whether uidgen has it.
+    List,
+    /// Hand one worker ID over to uidgen, once its Leaf has stopped heartbeating: its node
+    /// is rewritten so that Leaf refuses to start again on that ip:port, and uidgen's time
+    /// mark for it is set above every ID that Leaf can have made.
+    Take {
+        /// The worker ID, or the Leaf's ip:port.
+        #[arg(value_name = "WORKER_ID|IP:PORT")]
+        which: String,
+        /// How far a Leaf's clock may be ahead of this one's, added to the mark.
+        #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = parse_timeout)]
+        skew_margin: Duration,
+    },
+}
+
+fn parse_silence(text: &str) -> Result<Duration, String> {
+    parse_seconds(text, 3600).and_then(|d| {
+        if d < Duration::from_secs(3) {
+            Err("at least 3 seconds: Leaf writes its node every 3 s".into())
+        } else {
+            Ok(d)
+        }
+    })
 }
 
 /// `migrate plan`'s options.

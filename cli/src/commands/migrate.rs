@@ -361,3 +361,132 @@ fn json(
         "not_segment": plan.not_segment,
     })
 }
+
+/// `uidgen migrate leaf-zk list|take`: a Leaf snowflake fleet on ZooKeeper, read and
+/// handed over one worker ID at a time.
+#[cfg(feature = "zookeeper")]
+pub(super) fn leaf_zk(
+    args: &crate::args::LeafZkArgs,
+    stdout: &mut dyn Write,
+) -> Result<u8, Failure> {
+    use crate::args::LeafZkAction;
+    let fleet =
+        uidgen::LeafFleet::new(&args.zookeeper, &args.leaf_name)?.silent_for(args.silent_for);
+    let mut out = Lines::new(stdout);
+    match &args.action {
+        LeafZkAction::List => {
+            let workers = fleet.workers()?;
+            if args.json {
+                for worker in &workers {
+                    out.line(leaf_worker_json(worker))?;
+                }
+            } else if workers.is_empty() {
+                out.line(format!(
+                    "Leaf {:?} has no servers under /snowflake/{}/forever",
+                    args.leaf_name, args.leaf_name
+                ))?;
+            } else {
+                out.line("worker ID  ip:port                last timestamp (UTC)      state")?;
+                for worker in &workers {
+                    out.line(format!(
+                        "{:<10} {:<22} {:<25} {}",
+                        worker.worker_id,
+                        worker.address,
+                        leaf_time(worker.timestamp_ms),
+                        leaf_state(worker)
+                    ))?;
+                }
+            }
+        }
+        LeafZkAction::Take { which, skew_margin } => {
+            let handover = fleet.skew_margin(*skew_margin).take(which)?;
+            let worker = &handover.worker;
+            if args.json {
+                let mut object = leaf_worker_json(worker);
+                object["mark_ms"] = handover.mark_ms.into();
+                object["changed"] = handover.changed.into();
+                out.line(object)?;
+            } else {
+                out.line(format!(
+                    "{} worker ID {} (Leaf at {}): uidgen's IDs on it start after {} (UTC); a \
+                     Leaf started again on {} refuses to start",
+                    if handover.changed {
+                        "handed over"
+                    } else {
+                        "already handed over:"
+                    },
+                    worker.worker_id,
+                    worker.address,
+                    leaf_time(Some(handover.mark_ms)),
+                    worker.address
+                ))?;
+                out.line(format!(
+                    "serve it: uidgen serve --store '{}' --layout snowflake",
+                    leaf_store_url(&args.zookeeper, &args.leaf_name)
+                ))?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(SUCCESS)
+}
+
+#[cfg(not(feature = "zookeeper"))]
+pub(super) fn leaf_zk(
+    _args: &crate::args::LeafZkArgs,
+    _stdout: &mut dyn Write,
+) -> Result<u8, Failure> {
+    Err(Failure::msg(
+        "migrate leaf-zk needs a uidgen built with the zookeeper feature \
+         (cargo install uidgen-cli --features zookeeper)",
+    ))
+}
+
+/// The store URL that leases handed-over worker IDs (Leaf mode), shown without a
+/// password.
+#[cfg(feature = "zookeeper")]
+fn leaf_store_url(url: &str, leaf_name: &str) -> String {
+    let shown = uidgen::redact_url(url);
+    let joiner = if shown.contains('?') { '&' } else { '?' };
+    format!("{shown}{joiner}leaf={leaf_name}")
+}
+
+#[cfg(feature = "zookeeper")]
+fn leaf_state(worker: &uidgen::LeafWorker) -> &'static str {
+    match (worker.uidgen, worker.heartbeating) {
+        (true, _) if worker.address == uidgen::UIDGEN_LEAF_ADDRESS => {
+            "uidgen's (from Leaf's counter)"
+        }
+        (true, _) => "handed over to uidgen",
+        (false, true) => "heartbeating",
+        (false, false) => "stopped",
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+fn leaf_time(ms: Option<u64>) -> String {
+    match ms {
+        Some(uidgen::LEAF_FENCE_MS) => "(fenced: 9999-12-31)".into(),
+        Some(ms) => i64::try_from(ms)
+            .ok()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map_or_else(
+                || ms.to_string(),
+                |t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            ),
+        None => "(not Leaf's JSON)".into(),
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+fn leaf_worker_json(worker: &uidgen::LeafWorker) -> serde_json::Value {
+    serde_json::json!({
+        "worker_id": worker.worker_id,
+        "address": worker.address,
+        "node": worker.node,
+        "timestamp_ms": worker.timestamp_ms,
+        "changed_ms": worker.changed_ms,
+        "heartbeating": worker.heartbeating,
+        "state": leaf_state(worker),
+    })
+}

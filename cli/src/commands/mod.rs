@@ -100,6 +100,9 @@ pub(crate) fn execute(
         Command::Migrate {
             action: crate::args::MigrateAction::Plan(args),
         } => migrate::plan(&args, stdout),
+        Command::Migrate {
+            action: crate::args::MigrateAction::LeafZk(args),
+        } => migrate::leaf_zk(&args, stdout),
         Command::Bench(args) => {
             // The command line's own checks first: a misplaced option is a usage error.
             if let Some(problem) = args.misplaced_option() {

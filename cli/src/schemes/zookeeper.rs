@@ -55,6 +55,9 @@ fn open(place: &Place<'_>) -> Result<Box<dyn Scheme>, Error> {
 
 impl ZooKeeper {
     fn connect(&self) -> Result<Session, Error> {
+        // With uidgen's TLS built, zookeeper-client brings aws-lc-rs beside ring, and its
+        // client, TLS or not, finds no rustls provider unless one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let rt = runtime()?;
         let client = within_limit(&rt, async {
             zookeeper_client::Client::connector()

@@ -8,7 +8,7 @@ use super::{got, number, padded, read_together, EtcdConn};
 // This machine's clock: etcd has none to read (it decides expiry itself, and the
 // remaining TTL it reports is added to this).
 use crate::store::guard::now_ms;
-use crate::store::lease::{LeaseRecord, LeaseRow, LeaseSteps};
+use crate::store::lease::{first_unused, LeaseRecord, LeaseRow, LeaseSteps};
 use crate::store::{StoreError, StoreKind};
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use std::collections::BTreeMap;
@@ -245,15 +245,7 @@ impl LeaseSteps for EtcdLeases {
             .copied()
             .filter(|id| (min..=max).contains(id))
             .find(|id| held.binary_search(id).is_err());
-        // The lowest ID from min with no mark: the first gap in the sorted marks.
-        let mut unused = min;
-        for id in marked.iter().filter(|id| **id >= min) {
-            if *id != unused {
-                break;
-            }
-            unused += 1;
-        }
-        Ok((free, unused))
+        Ok((free, first_unused(&marked, min)))
     }
 
     fn take(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<Option<u64>, StoreError> {

@@ -13,7 +13,8 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::EtcdLeaseStore;
 pub use self::segment::EtcdSegmentStore;
 
-use super::net::Hidden;
+use super::net::{Hidden, TlsFiles};
+pub(crate) use super::net::{number, padded};
 use super::session::Session;
 use super::StoreError;
 use etcd_client::{Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOpResponse};
@@ -28,18 +29,6 @@ const EXPECTED: &str = "etcd://[user[:password]@]host[:port][,host[:port]…][/P
 
 /// The key prefix when the URL names none.
 const DEFAULT_PREFIX: &str = "uidgen";
-
-/// What `etcds://` reads from files.
-#[derive(Debug, Clone, Default)]
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
-struct TlsFiles {
-    /// The only CA trusted (else the system's roots).
-    ca: Option<std::path::PathBuf>,
-    /// A client certificate (PEM).
-    cert: Option<std::path::PathBuf>,
-    /// Its private key (PEM).
-    key: Option<std::path::PathBuf>,
-}
 
 /// One etcd cluster and a key prefix: the client is opened on first use and kept; clones
 /// share it.
@@ -106,7 +95,7 @@ impl EtcdConn {
         }
         let mut members = Vec::new();
         for member in hosts.split(',') {
-            members.push(member_address(member).map_err(invalid)?);
+            members.push(super::net::member_address(member, 2379).map_err(invalid)?);
         }
         if members.len() > 15 {
             return Err(invalid(format!(
@@ -123,38 +112,19 @@ impl EtcdConn {
         check_prefix(&root).map_err(|rule| invalid(format!("the prefix {root:?}: {rule}")))?;
         let mut tls = secure.then(TlsFiles::default);
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            let file = |name: &str| super::net::Tls::ca_file(name, &value).map_err(invalid);
-            match (key.as_ref(), tls.as_mut()) {
-                ("cacert", Some(tls)) => tls.ca = Some(file("cacert")?),
-                ("cert", Some(tls)) => tls.cert = Some(file("cert")?),
-                ("key", Some(tls)) => tls.key = Some(file("key")?),
-                ("cacert" | "cert" | "key", None) => {
-                    return Err(invalid(format!("{key} is for TLS: write etcds://")))
-                }
-                _ => {
-                    return Err(invalid(format!(
-                        "unknown parameter {:?} (cacert, cert and key are understood)",
-                        if super::is_credential_key(&key) {
-                            "***".into()
-                        } else {
-                            key.chars().take(40).collect::<String>()
-                        }
-                    )))
-                }
+            if TlsFiles::take(&mut tls, &key, &value, "etcds").map_err(invalid)? {
+                continue;
             }
+            return Err(invalid(format!(
+                "unknown parameter {:?} (cacert, cert and key are understood)",
+                if super::is_credential_key(&key) {
+                    "***".into()
+                } else {
+                    key.chars().take(40).collect::<String>()
+                }
+            )));
         }
-        if let Some(tls) = &tls {
-            if tls.cert.is_some() != tls.key.is_some() {
-                return Err(invalid("cert and key go together: name both files".into()));
-            }
-        }
-        if secure {
-            let asked = super::net::Tls {
-                verify: super::net::Verify::Full,
-                ca: None,
-            };
-            asked.check_built(STORE).map_err(invalid)?;
-        }
+        TlsFiles::check(tls.as_ref(), STORE).map_err(invalid)?;
         let shown_members: Vec<String> = members
             .iter()
             .map(|(host, port)| format!("{host}:{port}"))
@@ -381,50 +351,6 @@ impl EtcdConn {
     }
 }
 
-/// `host[:port]` (`[v6]:port` too) of one member; port 2379 by default.
-fn member_address(member: &str) -> Result<(String, u16), String> {
-    let member = member.trim();
-    if member.is_empty() {
-        return Err("a member's address is empty (hosts are separated by commas)".into());
-    }
-    let (host, port) = if let Some(rest) = member.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("{member:?}: an IPv6 address needs its closing ]"))?;
-        let port = match after.strip_prefix(':') {
-            Some(port) => Some(port),
-            None if after.is_empty() => None,
-            None => return Err(format!("{member:?}: expected :PORT after the ]")),
-        };
-        (format!("[{host}]"), port)
-    } else {
-        match member.rsplit_once(':') {
-            Some((host, port)) => (host.to_owned(), Some(port)),
-            None => (member.to_owned(), None),
-        }
-    };
-    let host_ok = !host.is_empty()
-        && host.len() <= 253
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':'));
-    if !host_ok {
-        return Err(format!(
-            "{:?} is not a host name or address",
-            host.chars().take(60).collect::<String>()
-        ));
-    }
-    let port = match port {
-        None => 2379,
-        Some(port) => port
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("{member:?}: the port is not a number from 1 to 65535"))?,
-    };
-    Ok((host, port))
-}
-
 /// A key prefix: printable, no spaces, at most 200 bytes.
 fn check_prefix(prefix: &str) -> Result<(), &'static str> {
     if prefix.is_empty()
@@ -456,17 +382,6 @@ pub(crate) fn read_together(keys: &[(&str, bool)]) -> Txn {
             })
             .collect::<Vec<_>>(),
     )
-}
-
-/// A number as etcd compares values, byte by byte: 20 digits, zeros in front, so that
-/// the order of the text is the order of the numbers.
-pub(crate) fn padded(number: u64) -> String {
-    format!("{number:020}")
-}
-
-/// The number of a [`padded`] value (or of any decimal).
-pub(crate) fn number(value: &[u8]) -> Option<u64> {
-    std::str::from_utf8(value).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -517,16 +432,5 @@ mod tests {
             assert!(err.contains(why), "{bad}: {err}");
             assert!(!err.contains("hunter2"), "{err}");
         }
-    }
-
-    #[test]
-    fn padded_numbers_sort_as_numbers() {
-        let mut texts: Vec<String> = [10, 9, 0, u64::MAX, 100].map(padded).to_vec();
-        texts.sort();
-        let numbers: Vec<u64> = texts
-            .iter()
-            .map(|t| number(t.as_bytes()).unwrap())
-            .collect();
-        assert_eq!(numbers, [0, 9, 10, 100, u64::MAX]);
     }
 }

@@ -4,8 +4,9 @@
 use super::EtcdConn;
 use crate::store::guard::now_ms;
 use crate::store::segment::{
-    check_create, check_step, check_tag, counter_overflow, missing_tag, SegmentStore, TagRecord,
+    check_create, check_tag, tag_from_text, tag_text, SegmentStore, TagRecord,
 };
+use crate::store::versioned::{allocate_versioned, set_counter_versioned, VersionedTags};
 use crate::store::{StoreError, StoreKind};
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
 
@@ -13,10 +14,6 @@ const STORE: &str = "etcd";
 
 /// The key prefix under the URL's, when no name is given.
 const DEFAULT_NAME: &str = "segment/";
-
-/// How many times a step tries again after another process moved the counter between
-/// its read and its write. Each retry means someone else took a range.
-const CAS_ATTEMPTS: usize = 100;
 
 /// Segment counters ([`SegmentStore`]) on an etcd cluster (the `etcd` feature): one key
 /// per tag under `PREFIX/segment/` (or [`prefix`](Self::prefix)), its value the counter,
@@ -39,27 +36,6 @@ pub struct EtcdSegmentStore {
     conn: EtcdConn,
 }
 
-/// A tag's value: `max_id step updated_ms description`.
-fn encode(max_id: u64, step: u64, updated_ms: u64, description: &str) -> String {
-    format!("{max_id} {step} {updated_ms} {description}")
-}
-
-fn decode(tag: String, value: &[u8]) -> Option<TagRecord> {
-    let text = std::str::from_utf8(value).ok()?;
-    let mut fields = text.splitn(4, ' ');
-    let max_id = fields.next()?.parse().ok()?;
-    let step = fields.next()?.parse().ok()?;
-    let updated_ms = fields.next()?.parse().ok()?;
-    let description = fields.next().unwrap_or_default().to_owned();
-    Some(TagRecord {
-        tag,
-        max_id,
-        step,
-        description,
-        updated_ms,
-    })
-}
-
 crate::store::net::key_value_store_face!(
     EtcdSegmentStore,
     conn,
@@ -75,7 +51,8 @@ impl EtcdSegmentStore {
         })
     }
 
-    /// Deletes every tag under the prefix. Only for tags no one will use again.
+    /// Deletes the store's keys, with every tag. Only for a store no generator will use
+    /// again (tests, a retired deployment).
     pub fn destroy(&self) -> Result<(), StoreError> {
         let prefix = self.conn.key_prefix().to_owned();
         self.conn
@@ -94,7 +71,26 @@ impl EtcdSegmentStore {
         format!("{}{tag}", self.conn.key_prefix())
     }
 
-    /// The tag's record and the revision it was read at; `None` if it does not exist.
+    fn set_counter(
+        &self,
+        step: &'static str,
+        tag: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        set_counter_versioned(self, step, tag, from, to)
+    }
+}
+
+impl VersionedTags for EtcdSegmentStore {
+    type Version = i64;
+    const STORE: &'static str = STORE;
+
+    fn describe(&self) -> String {
+        self.conn.describe()
+    }
+
+    /// The tag's record and the revision it was last written at.
     fn read(&self, tag: &str, step: &'static str) -> Result<Option<(TagRecord, i64)>, StoreError> {
         let key = self.key(tag);
         let found = self.conn.run(step, async |client| {
@@ -106,7 +102,7 @@ impl EtcdSegmentStore {
         })?;
         match found {
             None => Ok(None),
-            Some((value, revision)) => decode(tag.to_owned(), &value)
+            Some((value, revision)) => tag_from_text(tag.to_owned(), &value)
                 .map(|record| Some((record, revision)))
                 .ok_or_else(|| {
                     self.conn
@@ -115,7 +111,7 @@ impl EtcdSegmentStore {
         }
     }
 
-    /// Writes `record` over the key if its revision is still `revision`.
+    /// Writes `record` if the key is still at `revision`.
     fn write_if(
         &self,
         step: &'static str,
@@ -123,12 +119,7 @@ impl EtcdSegmentStore {
         revision: i64,
     ) -> Result<bool, StoreError> {
         let key = self.key(&record.tag);
-        let value = encode(
-            record.max_id,
-            record.step,
-            record.updated_ms,
-            &record.description,
-        );
+        let value = tag_text(record);
         self.conn.run(step, async |client| {
             let answer = client
                 .txn(
@@ -144,30 +135,6 @@ impl EtcdSegmentStore {
             Ok(answer.succeeded())
         })
     }
-
-    /// Sets `tag`'s counter from `from` to `to` if it is still `from`.
-    fn set_counter(
-        &self,
-        step: &'static str,
-        tag: &str,
-        from: u64,
-        to: u64,
-    ) -> Result<bool, StoreError> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((mut record, revision)) = self.read(tag, step)? else {
-                return Ok(false);
-            };
-            if record.max_id != from {
-                return Ok(false);
-            }
-            record.max_id = to;
-            record.updated_ms = now_ms();
-            if self.write_if(step, &record, revision)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
 }
 
 impl SegmentStore for EtcdSegmentStore {
@@ -180,33 +147,7 @@ impl SegmentStore for EtcdSegmentStore {
     }
 
     fn allocate(&self, tag: &str, step: u64) -> Result<u64, StoreError> {
-        check_tag(STORE, tag)?;
-        check_step(STORE, tag, step)?;
-        let what = "taking a range";
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((mut record, revision)) = self.read(tag, what)? else {
-                return Err(missing_tag(STORE, &self.describe(), tag));
-            };
-            let grown = record
-                .max_id
-                .checked_add(step)
-                .filter(|max| *max <= i64::MAX as u64)
-                .ok_or_else(|| counter_overflow(STORE, tag, &record.max_id.to_string(), step))?;
-            record.max_id = grown;
-            record.updated_ms = now_ms();
-            if self.write_if(what, &record, revision)? {
-                return Ok(grown);
-            }
-        }
-        Err(StoreError::Unexpected {
-            store: STORE,
-            location: self.describe(),
-            step: what,
-            what: format!(
-                "other processes moved tag {tag:?}'s counter first, {CAS_ATTEMPTS} times in a \
-                 row; try again"
-            ),
-        })
+        allocate_versioned(self, tag, step)
     }
 
     fn create(
@@ -218,8 +159,15 @@ impl SegmentStore for EtcdSegmentStore {
     ) -> Result<bool, StoreError> {
         check_create(STORE, tag, first_id, step, description)?;
         let key = self.key(tag);
-        let value = encode(first_id, step, now_ms(), description);
+        let value = tag_text(&TagRecord {
+            tag: tag.to_owned(),
+            max_id: first_id,
+            step,
+            description: description.to_owned(),
+            updated_ms: now_ms(),
+        });
         self.conn.run("creating a tag", async |client| {
+            // Only if the key was never there: an existing tag is left as it is.
             let answer = client
                 .txn(
                     Txn::new()
@@ -235,7 +183,7 @@ impl SegmentStore for EtcdSegmentStore {
 
     fn tag(&self, tag: &str) -> Result<Option<TagRecord>, StoreError> {
         check_tag(STORE, tag)?;
-        Ok(self.read(tag, "reading a tag")?.map(|(record, _)| record))
+        Ok(VersionedTags::read(self, tag, "reading a tag")?.map(|(record, _)| record))
     }
 
     fn tags(&self) -> Result<Vec<TagRecord>, StoreError> {
@@ -255,33 +203,11 @@ impl SegmentStore for EtcdSegmentStore {
             .into_iter()
             .map(|(key, value)| {
                 let tag = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-                decode(tag, &value).ok_or_else(|| {
+                tag_from_text(tag, &value).ok_or_else(|| {
                     self.conn
                         .unexpected(step, "a tag's value that is not a counter")
                 })
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_tag_value_reads_back_with_spaces_in_its_description() {
-        let value = encode(42, 1000, 7, "orders of shop 3");
-        let record = decode("t".into(), value.as_bytes()).unwrap();
-        assert_eq!(
-            (
-                record.max_id,
-                record.step,
-                record.updated_ms,
-                record.description.as_str()
-            ),
-            (42, 1000, 7, "orders of shop 3")
-        );
-        assert!(decode("t".into(), b"x 1 2 d").is_none());
-        assert_eq!(decode("t".into(), b"1 2 3").unwrap().description, "");
     }
 }
