@@ -77,6 +77,20 @@ impl Relay {
                     continue;
                 };
                 let mut held = open.lock().unwrap();
+                // A cut, silence or failover that came while this connection was being
+                // made has already drained `open`: checked again under its lock, so no
+                // connection made across one outlives it (CI30 saw one serve a store
+                // "dead" for seconds).
+                let now = mode.load(Ordering::SeqCst);
+                if now != UP || *target.lock().unwrap() != upstream {
+                    let _ = server.shutdown(Shutdown::Both);
+                    if now == SILENT {
+                        held.push((number, client));
+                    } else {
+                        let _ = client.shutdown(Shutdown::Both);
+                    }
+                    continue;
+                }
                 for (from, to) in [(c1, s1), (s2, c2)] {
                     let (mode, open) = (mode.clone(), open.clone());
                     std::thread::spawn(move || {
