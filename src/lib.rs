@@ -203,7 +203,7 @@ pub use store::{EtcdLeaseStore, EtcdSegmentStore};
 #[cfg(feature = "zookeeper")]
 pub use store::{
     Handover, LeafFleet, LeafWorker, ZooKeeperLeaseStore, ZooKeeperSegmentStore, LEAF_EPOCH_MS,
-    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, MIN_SILENCE, UIDGEN_LEAF_ADDRESS,
 };
 #[cfg(feature = "mysql")]
 pub use store::{MySqlLeaseStore, MySqlSegmentStore, MYSQL_LEASE_SCHEMA, MYSQL_SEGMENT_SCHEMA};

@@ -3,14 +3,17 @@
 //! node protocol as its documentation and source state it: each server a persistent
 //! sequential node `/snowflake/{leaf.name}/forever/{ip}:{port}-{seq}` whose sequence is
 //! its worker ID, its data `{"ip","port"(a string),"timestamp"}` rewritten every 3 s; at
-//! start a server finds its node by `ip:port` and refuses when the node's timestamp is
-//! ahead of its clock; IDs `((ms − 1288834974657) << 22) | (worker << 12) | sequence`,
+//! start a server finds its node by `ip:port`, writes its worker ID to its cache file
+//! `{tmpdir}/{leaf.name}/leafconf/{port}/workerID.properties`, and when the node's
+//! timestamp is ahead of its clock falls back to that file (starting on its worker ID,
+//! without heartbeats) or, with no file, refuses to start; IDs `((ms − 1288834974657) << 22) | (worker << 12) | sequence`,
 //! the sequence starting below 100 each millisecond.
 //!
 //! Checked: a Leaf still heartbeating is refused; a stopped one is handed over; uidgen
 //! (`next` on the store in Leaf mode, layout `snowflake`) makes IDs on it, every one above
 //! every ID that Leaf made; no ID is made by both; a Leaf started again on a taken
-//! `ip:port` refuses to start; a worker ID uidgen needs beyond the handed-over ones comes
+//! `ip:port` falls back to its cache file while that is there (why the runbook, and
+//! `take`'s output, say to delete it) and refuses to start once it is gone; a worker ID uidgen needs beyond the handed-over ones comes
 //! from Leaf's counter, so the next new Leaf gets the one after.
 //!
 //! On the private 3-member ensemble scripts/test starts (UIDGEN_ZOOKEEPER_STORE_URL).
@@ -68,6 +71,27 @@ fn connect() -> Client {
     runtime().block_on(async { Client::connect(&hosts).await.expect("the ensemble answers") })
 }
 
+/// Why an emulated Leaf did not start as itself.
+#[derive(Debug)]
+enum NotStarted {
+    /// Its time check failed and it has no cache file: Leaf refuses to start.
+    Refused(String),
+    /// Its time check failed and Leaf fell back to its cache file: it would serve this
+    /// worker ID, without heartbeats (the emulator does not run it).
+    FromCache(u64),
+}
+
+/// Leaf's cache file `{java.io.tmpdir}/{leaf.name}/leafconf/{port}/workerID.properties`
+/// on the host of `address` (its tmpdir `{tmp}/{ip}`: each emulated host has its own).
+fn cache_file(tmp: &std::path::Path, name: &str, address: &str) -> std::path::PathBuf {
+    let (ip, port) = address.rsplit_once(':').unwrap();
+    tmp.join(ip)
+        .join(name)
+        .join("leafconf")
+        .join(port)
+        .join("workerID.properties")
+}
+
 /// One emulated Leaf server.
 struct Leaf {
     address: String,
@@ -85,8 +109,8 @@ fn endpoint(address: &str, timestamp: u64) -> Vec<u8> {
 }
 
 impl Leaf {
-    /// Starts as Leaf's holder does, or says why it refuses.
-    fn start(name: &str, address: &str) -> Result<Self, String> {
+    /// Starts as Leaf's holder does (its `java.io.tmpdir` being `tmp`), or says why not.
+    fn start(name: &str, address: &str, tmp: &std::path::Path) -> Result<Self, NotStarted> {
         let client = connect();
         let forever = format!("/snowflake/{name}/forever");
         let found = runtime().block_on(async {
@@ -108,37 +132,48 @@ impl Leaf {
             }
             None
         });
-        let (node, worker_id) = match found {
-            Some((_, _, json)) if json["timestamp"].as_u64().unwrap() > now_ms() => {
-                return Err(
-                    "init timestamp check error, forever node timestamp gt this node time".into(),
-                )
-            }
-            Some((node, worker_id, _)) => (format!("{forever}/{node}"), worker_id),
-            None => runtime().block_on(async {
-                let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
-                let mut at = String::new();
-                for part in forever.split('/').filter(|p| !p.is_empty()) {
-                    at = format!("{at}/{part}");
-                    let dir = CreateMode::Persistent.with_acls(Acls::anyone_all());
-                    let _ = client.create(&at, b"", &dir).await;
+        let (node, worker_id) =
+            match found {
+                Some((_, _, json)) if json["timestamp"].as_u64().unwrap() > now_ms() => {
+                    let cached = std::fs::read_to_string(cache_file(tmp, name, address)).ok();
+                    return Err(match cached.and_then(|text| {
+                    text.trim().strip_prefix("workerID=")?.parse().ok()
+                }) {
+                    Some(worker_id) => NotStarted::FromCache(worker_id),
+                    None => NotStarted::Refused(
+                        "init timestamp check error, forever node timestamp gt this node time"
+                            .into(),
+                    ),
+                });
                 }
-                let (_, seq) = client
-                    .create(
-                        &format!("{forever}/{address}-"),
-                        &endpoint(address, now_ms()),
-                        &options,
-                    )
-                    .await
-                    .unwrap();
-                let seq = seq.into_i64() as u64;
-                (format!("{forever}/{address}-{seq:010}"), seq)
-            }),
-        };
+                Some((node, worker_id, _)) => (format!("{forever}/{node}"), worker_id),
+                None => runtime().block_on(async {
+                    let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+                    let mut at = String::new();
+                    for part in forever.split('/').filter(|p| !p.is_empty()) {
+                        at = format!("{at}/{part}");
+                        let dir = CreateMode::Persistent.with_acls(Acls::anyone_all());
+                        let _ = client.create(&at, b"", &dir).await;
+                    }
+                    let (_, seq) = client
+                        .create(
+                            &format!("{forever}/{address}-"),
+                            &endpoint(address, now_ms()),
+                            &options,
+                        )
+                        .await
+                        .unwrap();
+                    let seq = seq.into_i64() as u64;
+                    (format!("{forever}/{address}-{seq:010}"), seq)
+                }),
+            };
         assert!(
             worker_id <= 1023,
             "Leaf's check: worker ID {worker_id} past 1023"
         );
+        let cache = cache_file(tmp, name, address);
+        std::fs::create_dir_all(cache.parent().unwrap()).unwrap();
+        std::fs::write(&cache, format!("workerID={worker_id}")).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let ids = Arc::new(Mutex::new(Vec::new()));
         let heartbeat = {
@@ -211,7 +246,7 @@ fn migrate(store: &str, name: &str, args: &[&str]) -> std::process::Output {
         "--leaf-name",
         name,
         "--silent-for",
-        "4",
+        "6",
     ];
     all.extend_from_slice(args);
     output(&mut uidgen(&all))
@@ -238,10 +273,11 @@ fn a_leaf_fleet_is_handed_over_worker_by_worker_while_both_serve() {
     let name = format!("leaf-{suffix}");
     let (hosts, path) = ensemble();
     let store = format!("zookeeper://{hosts}/{path}-leaf-{suffix}");
+    let tmp = tempfile::tempdir().unwrap();
     let addresses: Vec<String> = (1..=4).map(|n| format!("10.0.0.{n}:8080")).collect();
     let mut running: Vec<Leaf> = addresses
         .iter()
-        .map(|address| Leaf::start(&name, address).unwrap())
+        .map(|address| Leaf::start(&name, address, tmp.path()).unwrap())
         .collect();
     let workers: Vec<u64> = running.iter().map(|leaf| leaf.worker_id).collect();
     assert_eq!(workers, [0, 1, 2, 3], "Leaf's counter gives 0, 1, 2, 3");
@@ -277,7 +313,13 @@ fn a_leaf_fleet_is_handed_over_worker_by_worker_while_both_serve() {
         loop {
             let taken = migrate(&store, &name, &["take", address, "--skew-margin", "0.5"]);
             if taken.status.success() {
-                assert!(stdout_of(&taken).contains(&format!("worker ID {worker_id}")));
+                let said = stdout_of(&taken);
+                assert!(said.contains(&format!("worker ID {worker_id}")), "{said}");
+                let port = address.rsplit_once(':').unwrap().1;
+                assert!(
+                    said.contains(&format!("/{name}/leafconf/{port}/workerID.properties")),
+                    "take names Leaf's cache file to delete: {said}"
+                );
                 break;
             }
             assert!(
@@ -286,7 +328,7 @@ fn a_leaf_fleet_is_handed_over_worker_by_worker_while_both_serve() {
                 stderr_of(&taken)
             );
             assert!(
-                started.elapsed() < Duration::from_secs(20),
+                started.elapsed() < Duration::from_secs(45),
                 "never handed over"
             );
             std::thread::sleep(Duration::from_millis(500));
@@ -303,12 +345,36 @@ fn a_leaf_fleet_is_handed_over_worker_by_worker_while_both_serve() {
             );
         }
         uidgen_made.extend(made);
-        // A Leaf started again on the taken address refuses.
-        let again = Leaf::start(&name, address)
-            .err()
-            .expect("a restarted Leaf refuses");
-        assert!(again.contains("timestamp"), "{again}");
+        // A Leaf started again on the taken address fails its time check, and falls back
+        // to its cache file while that is there; once it is deleted (the runbook's step,
+        // which take's output names), it refuses to start.
+        match Leaf::start(&name, address, tmp.path()) {
+            Err(NotStarted::FromCache(cached)) => assert_eq!(cached, worker_id),
+            other => panic!("a restart with its cache file: {:?}", other.err()),
+        }
+        std::fs::remove_file(cache_file(tmp.path(), &name, address)).unwrap();
+        match Leaf::start(&name, address, tmp.path()) {
+            Err(NotStarted::Refused(why)) => assert!(why.contains("timestamp"), "{why}"),
+            other => panic!("a restart without its cache file: {:?}", other.err()),
+        }
     }
+
+    // Leaf mode with a layout other than Leaf's: refused before any worker ID is taken,
+    // naming the layout it needs (its IDs would not stay above Leaf's).
+    let wrong = output(&mut uidgen(&[
+        "next",
+        "-n",
+        "1",
+        "--store",
+        &format!("{store}?leaf={name}"),
+    ]));
+    assert_ne!(wrong.status.code(), Some(0));
+    let err = stderr_of(&wrong);
+    assert!(
+        err.contains("Leaf's layout") && err.contains("--layout snowflake"),
+        "{err}"
+    );
+    assert!(stdout_of(&wrong).trim().is_empty(), "{}", stdout_of(&wrong));
 
     // Every handed-over worker ID is uidgen's: with all four leased at once, a fifth
     // lease takes a new worker ID from Leaf's counter (4), and a new Leaf gets the next.
@@ -324,7 +390,7 @@ fn a_leaf_fleet_is_handed_over_worker_by_worker_while_both_serve() {
     let mut leased: Vec<u64> = leases.iter().map(WorkerLease::worker_id).collect();
     leased.sort_unstable();
     assert_eq!(leased, [0, 1, 2, 3, 4]);
-    let newcomer = Leaf::start(&name, "10.0.0.9:8080").unwrap();
+    let newcomer = Leaf::start(&name, "10.0.0.9:8080", tmp.path()).unwrap();
     assert_eq!(
         newcomer.worker_id, 5,
         "Leaf's counter went on after uidgen's 4"
@@ -402,7 +468,7 @@ fn bad_leaf_names_and_urls_are_refused_naming_the_problem() {
                 "1",
                 "list",
             ],
-            "3 seconds",
+            "6 seconds",
         ),
     ] {
         let mut all = vec!["migrate", "leaf-zk"];

@@ -60,6 +60,16 @@ pub trait LeaseStore: Send + Sync + fmt::Debug + 'static {
     fn note_used(&self, worker_id: u64, holder: &str, mark_ms: u64) {
         let _ = (worker_id, holder, mark_ms);
     }
+
+    /// Refuses a layout this store's worker IDs must not be used with, naming the one
+    /// they need ([`WorkerLease`](crate::WorkerLease) asks before it takes a worker ID). A
+    /// ZooKeeper store in Leaf mode shares worker IDs with a Leaf fleet, so its IDs must
+    /// be Leaf's layout and epoch (preset `snowflake`) to stay above Leaf's; other stores
+    /// take any layout.
+    fn check_layout(&self, bits: &crate::BitsAllocator) -> Result<(), StoreError> {
+        let _ = bits;
+        Ok(())
+    }
 }
 
 /// What [`LeaseStore::acquire`] is asked for.
@@ -182,6 +192,9 @@ impl<S: LeaseStore + ?Sized> LeaseStore for Box<S> {
     fn note_used(&self, worker_id: u64, holder: &str, mark_ms: u64) {
         (**self).note_used(worker_id, holder, mark_ms)
     }
+    fn check_layout(&self, bits: &crate::BitsAllocator) -> Result<(), StoreError> {
+        (**self).check_layout(bits)
+    }
 }
 
 /// Where a generator's builder leases its worker ID from
@@ -217,6 +230,11 @@ pub(crate) trait LeaseSteps: Send + Sync + 'static {
     /// The store, for people and errors; never with a password.
     fn describe(&self) -> String;
     fn kind(&self) -> StoreKind;
+    /// [`LeaseStore::check_layout`]: any layout, unless the engine says otherwise.
+    fn check_layout(&self, bits: &crate::BitsAllocator) -> Result<(), StoreError> {
+        let _ = bits;
+        Ok(())
+    }
     /// `worker_id`'s row, if it has one, and the store's clock (Unix ms).
     fn read(&self, worker_id: u64) -> Result<(Option<LeaseRow>, u64), StoreError>;
     /// The lowest worker ID from `min` to `max` whose row is free (no holder, or
@@ -395,6 +413,12 @@ macro_rules! lease_store_over_steps {
                 &self,
             ) -> Result<Vec<$crate::store::lease::LeaseRecord>, $crate::store::StoreError> {
                 $crate::store::lease::LeaseSteps::list(&self.$steps)
+            }
+            fn check_layout(
+                &self,
+                bits: &$crate::BitsAllocator,
+            ) -> Result<(), $crate::store::StoreError> {
+                $crate::store::lease::LeaseSteps::check_layout(&self.$steps, bits)
             }
         }
     };

@@ -81,7 +81,7 @@ pub use self::url::{StoreUrl, ACCEPTED_STORE_URLS};
 #[cfg(feature = "zookeeper")]
 pub use self::zookeeper::{
     Handover, LeafFleet, LeafWorker, ZooKeeperLeaseStore, ZooKeeperSegmentStore, LEAF_EPOCH_MS,
-    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+    LEAF_FENCE_MS, LEAF_HEARTBEAT, LEAF_MAX_WORKER_ID, MIN_SILENCE, UIDGEN_LEAF_ADDRESS,
 };
 
 /// Every engine, declared once: its [`StoreKind`] variant, its name in messages, the

@@ -167,6 +167,7 @@ impl WorkerLeaseBuilder {
             }
             .into());
         }
+        self.store.check_layout(bits)?;
         let holder = self.holder.clone().unwrap_or_else(holder_identity);
         let request = LeaseRequest {
             holder: &holder,

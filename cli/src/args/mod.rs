@@ -251,8 +251,8 @@ pub(crate) struct LeafZkArgs {
     /// Leaf's leaf.name: its servers' nodes are under /snowflake/NAME/forever.
     #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
     pub(crate) leaf_name: String,
-    /// How long a node must be unchanged for its Leaf to count as stopped (Leaf writes it
-    /// every 3 s; at least 3).
+    /// How long a node must stay unchanged for its Leaf to count as stopped (Leaf writes it
+    /// every 3 s; at least 6). `take` watches the node this long before it hands over.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_silence)]
     pub(crate) silent_for: Duration,
     /// Print JSON: one object per line.
@@ -269,8 +269,9 @@ pub(crate) enum LeafZkAction {
     /// heartbeats, and whether uidgen has it.
     List,
     /// Hand one worker ID over to uidgen, once its Leaf has stopped heartbeating: its node
-    /// is rewritten so that Leaf refuses to start again on that ip:port, and uidgen's time
-    /// mark for it is set above every ID that Leaf can have made.
+    /// is rewritten so that Leaf, started again on that ip:port once its cache file is
+    /// deleted (the output names it), refuses to start, and uidgen's time mark for it is
+    /// set above every ID that Leaf can have made.
     Take {
         /// The worker ID, or the Leaf's ip:port.
         #[arg(value_name = "WORKER_ID|IP:PORT")]
@@ -283,8 +284,12 @@ pub(crate) enum LeafZkAction {
 
 fn parse_silence(text: &str) -> Result<Duration, String> {
     parse_seconds(text, 3600).and_then(|d| {
-        if d < Duration::from_secs(3) {
-            Err("at least 3 seconds: Leaf writes its node every 3 s".into())
+        // uidgen::MIN_SILENCE, which exists only with the zookeeper feature.
+        if d < Duration::from_secs(6) {
+            Err(
+                "at least 6 seconds: two of Leaf's heartbeats (it writes its node every 3 s)"
+                    .into(),
+            )
         } else {
             Ok(d)
         }

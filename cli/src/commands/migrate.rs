@@ -408,8 +408,7 @@ pub(super) fn leaf_zk(
                 out.line(object)?;
             } else {
                 out.line(format!(
-                    "{} worker ID {} (Leaf at {}): uidgen's IDs on it start after {} (UTC); a \
-                     Leaf started again on {} refuses to start",
+                    "{} worker ID {} (Leaf at {}): uidgen's IDs on it start after {} (UTC)",
                     if handover.changed {
                         "handed over"
                     } else {
@@ -418,7 +417,17 @@ pub(super) fn leaf_zk(
                     worker.worker_id,
                     worker.address,
                     leaf_time(Some(handover.mark_ms)),
-                    worker.address
+                ))?;
+                let (host, port) = worker
+                    .address
+                    .rsplit_once(':')
+                    .unwrap_or((worker.address.as_str(), "PORT"));
+                out.line(format!(
+                    "now delete Leaf's cache file on {host}: \
+                     {{java.io.tmpdir}}/{}/leafconf/{port}/workerID.properties (/tmp/{}/leafconf/{port}/workerID.properties \
+                     by default); while it is there, a Leaf started again on {} starts on worker ID {} anyway (Leaf \
+                     falls back to it when its own time check fails), and without it Leaf refuses to start",
+                    args.leaf_name, args.leaf_name, worker.address, worker.worker_id
                 ))?;
                 out.line(format!(
                     "serve it: uidgen serve --store '{}' --layout snowflake",

@@ -31,6 +31,10 @@ impl LeaseStore for GuardedLeases {
         self.inner.kind()
     }
 
+    fn check_layout(&self, bits: &crate::BitsAllocator) -> Result<(), StoreError> {
+        self.inner.check_layout(bits)
+    }
+
     fn acquire(&self, request: &LeaseRequest<'_>) -> Result<Acquired, StoreError> {
         let mut read = self.shared.check(&[MARK_FLOOR])?;
         if self.shared.young_wait(self.kind()) {

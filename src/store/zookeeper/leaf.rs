@@ -4,7 +4,11 @@
 //! `/snowflake/{leaf.name}/forever/{ip}:{port}-{seq}` per Leaf server, whose 10-digit
 //! sequence is its worker ID (never reused: a new `ip:port` gets a new node); its data
 //! JSON `{"ip":"…","port":"8080","timestamp":ms}`, rewritten every 3 s; and at start, a
-//! Leaf whose node's timestamp is ahead of its clock refuses to start.
+//! Leaf whose node's timestamp is ahead of its clock fails its check, and then starts
+//! anyway on the worker ID of its cache file `{java.io.tmpdir}/{leaf.name}/leafconf/
+//! {port}/workerID.properties` if that file is there (Leaf's `init` catches its own check's
+//! exception and falls back to the file), without heartbeats: only with that file gone
+//! does it refuse to start. So a hand-over also needs the file deleted (README's runbook).
 
 use super::{children, mark_path, padded, sync, ZkConn, LEASE_NODE, STORE};
 use crate::store::guard::now_ms;
@@ -18,11 +22,16 @@ pub const LEAF_EPOCH_MS: u64 = 1_288_834_974_657;
 /// How often a Leaf server rewrites its node's timestamp.
 pub const LEAF_HEARTBEAT: Duration = Duration::from_secs(3);
 
+/// The shortest silence that counts a Leaf as stopped: two heartbeats, so one late
+/// heartbeat (a GC pause) does not pass for a stop.
+pub const MIN_SILENCE: Duration = Duration::from_secs(6);
+
 /// The highest worker ID Leaf's layout holds (10 bits).
 pub const LEAF_MAX_WORKER_ID: u64 = 1023;
 
 /// The timestamp a handed-over node is rewritten with: 9999-12-31T23:59:59Z, ahead of
-/// every clock, so a Leaf started again on that `ip:port` refuses to start.
+/// every clock, so a Leaf started again on that `ip:port` fails its check (and refuses to
+/// start once its cache file is gone).
 pub const LEAF_FENCE_MS: u64 = 253_402_300_799_000;
 
 /// The address uidgen's own `forever` nodes carry (worker IDs uidgen takes from Leaf's
@@ -73,9 +82,10 @@ pub struct Handover {
 ///
 /// [`workers`](Self::workers) lists the fleet; [`take`](Self::take) hands one worker ID
 /// over once its Leaf has stopped heartbeating: in one multi-operation, its node is
-/// rewritten with a timestamp ahead of every clock (so that Leaf refuses to start again
-/// on that `ip:port`) and uidgen's time mark for the worker ID is set at or above the
-/// node's last timestamp plus Leaf's 3 s heartbeat and a skew margin, so no ID uidgen
+/// rewritten with a timestamp ahead of every clock (so that Leaf, started again on that
+/// `ip:port` with its cache file deleted, refuses to start) and uidgen's time mark for the
+/// worker ID is set at or above the node's last timestamp and the take's time, plus Leaf's
+/// 3 s heartbeat and a skew margin, so no ID uidgen
 /// makes on it can equal one that Leaf made. A lease store in Leaf mode (`?leaf=NAME` in
 /// its URL) then leases handed-over worker IDs, and takes new ones from Leaf's own
 /// counter, never one a Leaf may hold.
@@ -182,11 +192,12 @@ impl LeafFleet {
         })
     }
 
-    /// How long a node must have been unchanged for its Leaf to count as stopped
-    /// (default 10 s; at least Leaf's 3 s heartbeat).
+    /// How long a node must stay unchanged for its Leaf to count as stopped (default
+    /// 10 s; at least two of Leaf's 3 s heartbeats). [`take`](Self::take) watches the node
+    /// for this long, timed on this machine's clock, before it hands the worker ID over.
     #[must_use]
     pub fn silent_for(mut self, silent_for: Duration) -> Self {
-        self.silent_for = silent_for.max(LEAF_HEARTBEAT);
+        self.silent_for = silent_for.max(MIN_SILENCE);
         self
     }
 
@@ -237,8 +248,12 @@ impl LeafFleet {
     }
 
     /// Hands over the worker ID of `which` (a worker ID, or a Leaf's `ip:port`), once its
-    /// Leaf has stopped heartbeating. Refused, naming why, while it heartbeats, when
-    /// uidgen already leases it, or when its worker ID is past Leaf's 1023.
+    /// Leaf has stopped heartbeating: its node must stay unchanged while this watches it
+    /// for [`silent_for`](Self::silent_for) (timed here, so no clock of another machine
+    /// decides). Refused, naming why, while it heartbeats, or when its worker ID is past
+    /// Leaf's 1023. The mark it sets is at or above both the node's last timestamp and
+    /// this machine's clock at the take, plus Leaf's heartbeat and the skew margin: a Leaf
+    /// whose last heartbeats failed made IDs past its last timestamp, never past its stop.
     pub fn take(&self, which: &str) -> Result<Handover, StoreError> {
         let refuse = |what: String| StoreError::Unexpected {
             store: STORE,
@@ -290,7 +305,15 @@ impl LeafFleet {
                 self.silent_for
             )));
         }
-        let last = worker.timestamp_ms.unwrap_or(worker.changed_ms).max(worker.changed_ms);
+        // Watched on this machine's clock: a node that changes meanwhile has a live Leaf
+        // (compared with the ensemble's mtime above, a clock ahead of the ensemble's
+        // would pass a live Leaf as silent).
+        std::thread::sleep(self.silent_for);
+        let last = worker
+            .timestamp_ms
+            .unwrap_or(worker.changed_ms)
+            .max(worker.changed_ms)
+            .max(now_ms());
         let mark_ms = last
             .saturating_add(heartbeat_ms)
             .saturating_add(margin_ms);

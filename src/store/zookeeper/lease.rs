@@ -335,6 +335,8 @@ impl ZkLeases {
         let data = holder_data(ttl.max(MIN_LEASE_SESSION), holder);
         let options = self.conn.options(CreateMode::Ephemeral);
         let moved = self.with_session(step, ttl, async |client| {
+            // A new session may be on a member behind the leader.
+            sync(client, &holder_path).await?;
             let (held, stat) = match client.get_data(&holder_path).await {
                 Ok(found) => found,
                 Err(zookeeper_client::Error::NoNode) => return Ok(false),
@@ -348,8 +350,11 @@ impl ZkLeases {
             let mut writes = client.new_multi_writer();
             writes.add_delete(&holder_path, Some(stat.version))?;
             writes.add_create(&holder_path, data.as_bytes(), &options)?;
+            // The mark's version checked either way: a take since the read moved it.
             if number(&mark).is_none_or(|mark| mark < mark_ms) {
                 writes.add_set_data(&mark_path, padded(mark_ms).as_bytes(), Some(marked.version))?;
+            } else {
+                writes.add_check_version(&mark_path, marked.version)?;
             }
             match writes.commit().await {
                 Ok(_) => Ok(true),
@@ -400,6 +405,47 @@ impl LeaseSteps for ZkLeases {
         StoreKind::ZooKeeper
     }
 
+    fn check_layout(&self, bits: &crate::BitsAllocator) -> Result<(), StoreError> {
+        let Some(leaf) = self.conn.leaf() else {
+            return Ok(());
+        };
+        // Leaf's IDs: 41 bits of ms since its epoch, 10 of worker ID, 12 of sequence.
+        let leaf_layout = crate::Preset::Snowflake
+            .builder()
+            .build()
+            .map_err(|e| self.conn.unexpected("checking the layout", e.to_string()))?;
+        let shape = |b: &crate::BitsAllocator| {
+            (
+                b.time_bits(),
+                b.worker_bits(),
+                b.seq_bits(),
+                b.region_bits(),
+                b.unit(),
+                b.epoch_millis(),
+            )
+        };
+        if shape(bits) == shape(&leaf_layout) {
+            return Ok(());
+        }
+        Err(self.conn.unexpected(
+            "checking the layout",
+            format!(
+                "in Leaf mode (leaf={leaf}) worker IDs are shared with Leaf's fleet, so IDs \
+                 must have Leaf's layout: 41 time bits of ms since 2010-11-04T01:42:54.657Z \
+                 (epoch {}), 10 worker bits, 12 sequence bits (preset snowflake, --layout \
+                 snowflake); this one has {} time bits of {:?} since epoch {}, {} worker bits, \
+                 {} sequence bits, {} region bits, and its IDs would not stay above Leaf's",
+                leaf_layout.epoch_millis(),
+                bits.time_bits(),
+                bits.unit(),
+                bits.epoch_millis(),
+                bits.worker_bits(),
+                bits.seq_bits(),
+                bits.region_bits()
+            ),
+        ))
+    }
+
     fn read(&self, worker_id: u64) -> Result<(Option<LeaseRow>, u64), StoreError> {
         let (mark, holder) = (self.mark_path(worker_id), self.holder_path(worker_id));
         let prefix = self.conn.key_prefix().to_owned();
@@ -418,7 +464,7 @@ impl LeaseSteps for ZkLeases {
         })?;
         let now = now_ms();
         let row = found.map(|held| LeaseRow {
-            expires_ms: held.as_ref().map_or(0, |(ms, _)| now + ms),
+            expires_ms: held.as_ref().map_or(0, |(ms, _)| now.saturating_add(*ms)),
             holder: held.map(|(_, holder)| holder),
         });
         Ok((row, now))
@@ -521,7 +567,10 @@ impl LeaseSteps for ZkLeases {
         let options = self.conn.options(CreateMode::Ephemeral);
         let taken = self.with_session("taking the lease", ttl, async |session| {
             let mut writes = session.new_multi_writer();
-            writes.add_check_version(&mark_path, version)?;
+            // The mark rewritten with its own value: its version moves, so a step of an
+            // earlier holder read before this take (whose holder node, made anew, has
+            // version 0 as its own had) fails its check of the mark's version.
+            writes.add_set_data(&mark_path, padded(mark).as_bytes(), Some(version))?;
             writes.add_create(&holder_path, data.as_bytes(), &options)?;
             match writes.commit().await {
                 Ok(_) => Ok(true),
@@ -667,7 +716,7 @@ impl LeaseSteps for ZkLeases {
                     .and_then(number)
                     .ok_or_else(|| self.conn.unexpected(step, "a mark that is not a number"))?;
                 let held = held.as_deref().and_then(read_holder);
-                let expires_ms = held.as_ref().map_or(0, |(ms, _)| now + ms);
+                let expires_ms = held.as_ref().map_or(0, |(ms, _)| now.saturating_add(*ms));
                 Ok(LeaseRecord::new(
                     id,
                     held.map(|(_, holder)| holder),
@@ -716,6 +765,10 @@ async fn raise_mark(
         // sets it.
         if give_back || number(mark).is_none_or(|mark| mark < mark_ms) {
             writes.add_set_data(mark_path, padded(mark_ms).as_bytes(), Some(marked.version))?;
+        } else {
+            // Checked either way: a take since the read moved the mark's version (the
+            // holder node it made has version 0, as this holder's had).
+            writes.add_check_version(mark_path, marked.version)?;
         }
         match writes.commit().await {
             Ok(_) => return Ok(true),

@@ -15,7 +15,7 @@ pub(crate) use self::driver::DRIVER;
 pub use self::lease::ZooKeeperLeaseStore;
 pub use self::leaf::{
     Handover, LeafFleet, LeafWorker, LEAF_EPOCH_MS, LEAF_FENCE_MS, LEAF_HEARTBEAT,
-    LEAF_MAX_WORKER_ID, UIDGEN_LEAF_ADDRESS,
+    LEAF_MAX_WORKER_ID, MIN_SILENCE, UIDGEN_LEAF_ADDRESS,
 };
 pub use self::segment::ZooKeeperSegmentStore;
 
@@ -95,6 +95,20 @@ impl ZkConn {
             "zookeepers" => true,
             _ => return Err(invalid("the scheme is neither zookeeper nor zookeepers".into())),
         };
+        // An '@' past the host list is most likely a password holding '/' or '?', which
+        // would otherwise be read as a path or a query and shown: refused unshown.
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        if rest[authority_end..].contains('@') {
+            return Err(StoreError::InvalidUrl {
+                store: STORE,
+                url: format!("{scheme}://***"),
+                reason: "an '@' after the hosts' first '/' or '?': a password holding '/', '?' \
+                         or '@' must be percent-encoded (%2F, %3F, %40), and a path may not \
+                         hold '@'"
+                    .into(),
+                expected: EXPECTED,
+            });
+        }
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let mut leaf = None;
         let mut tls = secure.then(TlsFiles::default);
@@ -672,10 +686,13 @@ mod tests {
             ("zk://a/x", "scheme"),
             ("zookeeper://a/x?cacert=/etc/hosts", "zookeepers"),
             ("zookeepers://a/x?cert=/etc/hosts", "cert and key go together"),
+            // A password holding '/' or '?' unencoded: never read as a path or a query.
+            ("zookeeper://ids:hunter2/x7@zk1/ids", "percent-encoded"),
+            ("zookeeper://ids:hun?ter2@zk1/ids", "percent-encoded"),
         ] {
             let err = ZkConn::new(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
-            assert!(!err.contains("hunter2"), "{err}");
+            assert!(!err.contains("hunter2") && !err.contains("ter2"), "{err}");
         }
         let err = ZkConn::new("zookeeper://h")
             .unwrap()
